@@ -1,0 +1,1 @@
+"""Gin Rummy game service: a stateless REST API over a pure rules engine, with state in Redis."""

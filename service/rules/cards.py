@@ -1,0 +1,122 @@
+"""Cards, their wire notation and values, bitmask helpers and the shuffled deck (RULES.md "Cards").
+
+A card's index is ``suit * 13 + rank`` (rank 0 = ace … 12 = king), so one suit of a hand's
+52-bit mask is 13 contiguous bits: the solver works on those per-suit masks.
+"""
+from __future__ import annotations
+
+import random
+import secrets
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from .errors import InvalidInput
+
+RANKS = "A23456789TJQK"
+SUITS = "cdhs"
+RANK_COUNT = len(RANKS)
+DECK_SIZE = RANK_COUNT * len(SUITS)
+SUIT_BITS = (1 << RANK_COUNT) - 1
+FACE_VALUE = 10
+
+
+def rank_value(rank: int) -> int:
+    """Deadwood points of a rank: ace 1, two to nine face value, ten and court cards 10."""
+    return min(rank + 1, FACE_VALUE)
+
+
+@dataclass(frozen=True, slots=True)
+class Card:
+    """One of the 52 cards; use ``Card.parse("Th")`` or ``CARDS[index]``, never build duplicates."""
+
+    index: int
+
+    @property
+    def rank(self) -> int:
+        return self.index % RANK_COUNT
+
+    @property
+    def suit(self) -> int:
+        return self.index // RANK_COUNT
+
+    @property
+    def value(self) -> int:
+        return rank_value(self.rank)
+
+    @property
+    def bit(self) -> int:
+        return 1 << self.index
+
+    def __str__(self) -> str:
+        return NOTATION[self.index]
+
+    def __repr__(self) -> str:
+        return f"Card({self})"
+
+    @staticmethod
+    def parse(text: object, field: str | None = None) -> Card:
+        """The card written as ``text`` (e.g. "Th"). Raises InvalidInput(invalid_card) naming it."""
+        card = CARD_BY_TEXT.get(text) if isinstance(text, str) else None
+        if card is None:
+            raise InvalidInput("invalid_card", f"{text!r} is not a card: write rank (A23456789TJQK) then suit (cdhs), e.g. 'Th'", field)
+        return card
+
+
+NOTATION: tuple[str, ...] = tuple(RANKS[i % RANK_COUNT] + SUITS[i // RANK_COUNT] for i in range(DECK_SIZE))
+CARDS: tuple[Card, ...] = tuple(Card(i) for i in range(DECK_SIZE))
+CARD_BY_TEXT: dict[str, Card] = {str(c): c for c in CARDS}
+
+
+def parse_card(text: object, field: str | None = None) -> Card:
+    """``Card.parse`` as a function."""
+    return Card.parse(text, field)
+
+
+def parse_cards(texts: Iterable[object], field: str | None = None) -> tuple[Card, ...]:
+    """Parse a list of distinct cards. Raises InvalidInput(invalid_card) on bad or repeated values."""
+    if isinstance(texts, (str, bytes)) or not isinstance(texts, Iterable):
+        raise InvalidInput("invalid_request", "expected a list of cards", field)
+    cards = tuple(Card.parse(t, field) for t in texts)
+    if len(set(cards)) != len(cards):
+        seen: set[Card] = set()
+        repeated = next(c for c in cards if c in seen or seen.add(c))
+        raise InvalidInput("invalid_card", f"card {repeated} appears more than once", field)
+    return cards
+
+
+def as_card(card: Card | str) -> Card:
+    """Accept a Card or its notation (the public entry points take both)."""
+    return card if isinstance(card, Card) else Card.parse(card)
+
+
+def mask_of(cards: Iterable[Card]) -> int:
+    mask = 0
+    for card in cards:
+        mask |= 1 << card.index
+    return mask
+
+
+def cards_of(mask: int) -> list[Card]:
+    """The cards of a mask, in suit-then-rank order."""
+    out = []
+    while mask:
+        low = mask & -mask
+        out.append(CARDS[low.bit_length() - 1])
+        mask ^= low
+    return out
+
+
+def notation(cards: Iterable[Card]) -> list[str]:
+    return [NOTATION[c.index] for c in cards]
+
+
+def new_deck(seed: int | None, label: str) -> list[Card]:
+    """A shuffled deck: from the OS's unpredictable source, or reproducibly from ``seed``.
+
+    ``label`` separates the independent shuffles of one seeded match (each cut, each deal),
+    so replaying a match from its seed gives the same cards everywhere.
+    """
+    deck = list(CARDS)
+    rng = secrets.SystemRandom() if seed is None else random.Random(f"ginrummy:{seed}:{label}")
+    rng.shuffle(deck)
+    return deck

@@ -1,0 +1,355 @@
+"""Melds, the exact minimum-deadwood solver, the lay-off solver and arrangement checks (RULES.md "Melds", "Lay-off").
+
+How the solver stays exact and fast: runs never cross suits, so for every 13-bit suit mask a
+table built once at import holds the least deadwood that runs alone leave in that suit
+(``_SUIT_DEAD``) and the runs that achieve it. Sets are what couple the suits, and a hand of
+at most 11 cards has at most three ranks with three or more cards; the solver enumerates every
+way of taking sets from those ranks (none, the four, or each three of four) and reads the rest
+from the tables. For 11 cards the best discard needs no 11-fold repetition: a discard touches
+one suit, so a second table holds, per suit mask, the best deadwood after removing one card.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from itertools import product
+
+from .cards import CARDS, RANK_COUNT, SUIT_BITS, Card, as_card, cards_of, mask_of, rank_value
+from .errors import IllegalMove, InvalidInput
+
+MIN_MELD = 3
+MAX_SET = 4
+SUIT_COUNT = 4
+NO_DISCARD = 1 << 30  # larger than any deadwood: "this suit has no card to discard"
+DEFAULT_KNOCK_LIMIT = 10
+
+
+def _build_suit_tables():
+    size = 1 << RANK_COUNT
+    dead = [0] * size
+    runs: list[tuple[int, ...]] = [()] * size
+    for mask in range(1, size):
+        low = mask & -mask
+        rank = low.bit_length() - 1
+        best, best_runs = dead[mask ^ low] + rank_value(rank), runs[mask ^ low]
+        # The lowest card is either loose or starts a run, since nothing in the mask lies below it.
+        run, nxt = low, rank + 1
+        while nxt < RANK_COUNT and mask >> nxt & 1:
+            run |= 1 << nxt
+            nxt += 1
+            if nxt - rank >= MIN_MELD and dead[mask ^ run] < best:
+                best, best_runs = dead[mask ^ run], (run,) + runs[mask ^ run]
+        dead[mask], runs[mask] = best, best_runs
+    # Best single removal per suit mask; ties go to the highest rank, the card worth most to shed.
+    dead_after, discard_rank = [NO_DISCARD] * size, [-1] * size
+    for mask in range(1, size):
+        for rank in range(RANK_COUNT - 1, -1, -1):
+            if mask >> rank & 1 and dead[mask ^ (1 << rank)] < dead_after[mask]:
+                dead_after[mask], discard_rank[mask] = dead[mask ^ (1 << rank)], rank
+    gain = [NO_DISCARD if m == 0 else dead_after[m] - dead[m] for m in range(size)]
+    return dead, runs, gain, discard_rank
+
+
+_SUIT_DEAD, _SUIT_RUNS, _DISCARD_GAIN, _DISCARD_RANK = _build_suit_tables()
+
+
+def _set_options(rank_bit: int, present: tuple[int, int, int, int]) -> list[tuple[int, int, int, int]]:
+    """Ways to take a set of one rank, as per-suit removal masks (first: take none)."""
+    holders = [i for i in range(SUIT_COUNT) if present[i] & rank_bit]
+    options = [(0, 0, 0, 0)]
+    for left_out in ([None] if len(holders) == MIN_MELD else [None, *holders]):
+        options.append(tuple(rank_bit if (i in holders and i != left_out) else 0 for i in range(SUIT_COUNT)))
+    return options
+
+
+def _set_choices(s0: int, s1: int, s2: int, s3: int):
+    """Every combination of sets, as removal masks per suit; None when no rank has three cards."""
+    triples = (s0 & s1 & (s2 | s3)) | (s2 & s3 & (s0 | s1))
+    if not triples:
+        return None
+    present = (s0, s1, s2, s3)
+    per_rank = []
+    while triples:
+        bit = triples & -triples
+        per_rank.append(_set_options(bit, present))
+        triples ^= bit
+    if len(per_rank) == 1:
+        return per_rank[0]
+    return [tuple(a | b for a, b in zip(*combo)) if len(combo) == 2 else
+            tuple(a | b | c for a, b, c in zip(*combo)) for combo in product(*per_rank)]
+
+
+def _suits(mask: int) -> tuple[int, int, int, int]:
+    return mask & SUIT_BITS, mask >> 13 & SUIT_BITS, mask >> 26 & SUIT_BITS, mask >> 39
+
+
+def min_deadwood_mask(mask: int) -> tuple[int, tuple[int, int, int, int]]:
+    """Minimum deadwood of any number of cards, and the set removals that achieve it."""
+    s0, s1, s2, s3 = _suits(mask)
+    dead = _SUIT_DEAD
+    choices = _set_choices(s0, s1, s2, s3)
+    if choices is None:
+        return dead[s0] + dead[s1] + dead[s2] + dead[s3], (0, 0, 0, 0)
+    best, best_choice = NO_DISCARD, None
+    for choice in choices:
+        r0, r1, r2, r3 = choice
+        d = dead[s0 ^ r0] + dead[s1 ^ r1] + dead[s2 ^ r2] + dead[s3 ^ r3]
+        if d < best:
+            best, best_choice = d, choice
+    return best, best_choice
+
+
+def _gain_without(suit_mask: int, forbidden_rank: int) -> tuple[int, int]:
+    """Best (deadwood change, rank) for removing one card of a suit other than ``forbidden_rank``."""
+    base, best, best_rank = _SUIT_DEAD[suit_mask], NO_DISCARD, -1
+    for rank in range(RANK_COUNT - 1, -1, -1):
+        if rank != forbidden_rank and suit_mask >> rank & 1:
+            change = _SUIT_DEAD[suit_mask ^ (1 << rank)] - base
+            if change < best:
+                best, best_rank = change, rank
+    return best, best_rank
+
+
+def best_discard_mask(mask: int, forbidden: int = -1) -> tuple[int, int, tuple[int, int, int, int]]:
+    """For a hand to discard from: (deadwood after the best discard, that card's index, set removals).
+
+    ``forbidden`` is a card index that may not be discarded (the card just taken from the pile).
+    Returns deadwood NO_DISCARD when there is nothing to discard.
+    """
+    suits = _suits(mask)
+    choices = _set_choices(*suits) or ((0, 0, 0, 0),)
+    dead, gain = _SUIT_DEAD, _DISCARD_GAIN
+    best, best_card, best_choice = NO_DISCARD, -1, (0, 0, 0, 0)
+    forbidden_suit, forbidden_rank = (forbidden // RANK_COUNT, forbidden % RANK_COUNT) if forbidden >= 0 else (-1, -1)
+    for choice in choices:
+        left = [s ^ r for s, r in zip(suits, choice)]
+        total = dead[left[0]] + dead[left[1]] + dead[left[2]] + dead[left[3]]
+        for suit in range(SUIT_COUNT):
+            if suit == forbidden_suit and left[suit] >> forbidden_rank & 1:
+                change, rank = _gain_without(left[suit], forbidden_rank)
+            else:
+                change, rank = gain[left[suit]], _DISCARD_RANK[left[suit]]
+            if total + change < best:
+                best, best_card, best_choice = total + change, suit * RANK_COUNT + rank, choice
+    return best, best_card, best_choice
+
+
+def _melds_of(mask: int, choice: tuple[int, int, int, int]) -> list[tuple[Card, ...]]:
+    """The melds of an optimal arrangement: the chosen sets, then each suit's table runs."""
+    melds = []
+    by_rank: dict[int, list[Card]] = {}
+    for suit, removed in enumerate(choice):
+        for card in cards_of(removed << (suit * RANK_COUNT)):
+            by_rank.setdefault(card.rank, []).append(card)
+    melds.extend(tuple(cards) for _, cards in sorted(by_rank.items()))
+    for suit, suit_mask in enumerate(_suits(mask)):
+        for run in _SUIT_RUNS[suit_mask ^ choice[suit]]:
+            melds.append(tuple(cards_of(run << (suit * RANK_COUNT))))
+    return melds
+
+
+@dataclass(frozen=True)
+class Arrangement:
+    """Melds and deadwood of a hand; for an 11-card hand, after ``best_discard``."""
+
+    melds: tuple[tuple[Card, ...], ...]
+    deadwood_cards: tuple[Card, ...]
+    deadwood: int
+    best_discard: Card | None = None
+
+    @property
+    def gin(self) -> bool:
+        return self.deadwood == 0
+
+
+@dataclass(frozen=True)
+class HandAnalysis(Arrangement):
+    """``analyze_hand``'s answer: an Arrangement plus whether it is low enough to knock."""
+
+    can_knock: bool = False
+
+
+def arrange(mask: int) -> Arrangement:
+    """A minimum-deadwood arrangement of the cards in ``mask`` (any count, no discard)."""
+    deadwood, choice = min_deadwood_mask(mask)
+    return _arrangement(mask, choice, deadwood, None)
+
+
+def arrange_with_discard(mask: int, forbidden: int = -1) -> Arrangement:
+    """The best discard from ``mask`` (not ``forbidden``) and an optimal arrangement of the rest."""
+    deadwood, card, choice = best_discard_mask(mask, forbidden)
+    if card < 0:
+        raise InvalidInput("invalid_request", "there is no card that may be discarded")
+    return _arrangement(mask & ~(1 << card), choice, deadwood, CARDS[card])
+
+
+def _arrangement(mask: int, choice, deadwood: int, discard: Card | None) -> Arrangement:
+    melds = _melds_of(mask, choice)
+    melded = mask_of(c for meld in melds for c in meld)
+    return Arrangement(tuple(melds), tuple(cards_of(mask & ~melded)), deadwood, discard)
+
+
+def analyze_hand(cards: Iterable[Card | str], knock_limit: int = DEFAULT_KNOCK_LIMIT) -> HandAnalysis:
+    """Exact minimum deadwood of a hand; with 11 cards, of the best discard (``best_discard``).
+
+    Raises InvalidInput for bad or repeated cards.
+    """
+    parsed = [as_card(c) for c in cards]
+    mask = mask_of(parsed)
+    if bin(mask).count("1") != len(parsed):
+        raise InvalidInput("invalid_card", "a card appears more than once", "cards")
+    best = arrange_with_discard(mask) if len(parsed) == 11 else arrange(mask)
+    return HandAnalysis(best.melds, best.deadwood_cards, best.deadwood, best.best_discard,
+                        can_knock=best.deadwood <= knock_limit)
+
+
+# --- Checking what a client declares ---------------------------------------------------------
+
+def is_set(cards: Sequence[Card]) -> bool:
+    return MIN_MELD <= len(cards) <= MAX_SET and len({c.rank for c in cards}) == 1 and len(set(cards)) == len(cards)
+
+
+def is_run(cards: Sequence[Card]) -> bool:
+    """Three or more consecutive ranks of one suit, ace low (so Q-K-A and K-A-2 are not runs)."""
+    if len(cards) < MIN_MELD or len({c.suit for c in cards}) != 1:
+        return False
+    ranks = sorted(c.rank for c in cards)
+    return ranks == list(range(ranks[0], ranks[0] + len(ranks)))
+
+
+def is_meld(cards: Sequence[Card]) -> bool:
+    return is_set(cards) or is_run(cards)
+
+
+def sort_meld(cards: Iterable[Card]) -> tuple[Card, ...]:
+    return tuple(sorted(cards, key=lambda c: (c.rank, c.suit)))
+
+
+def check_arrangement(melds: Iterable[Sequence[Card]], hand_mask: int) -> tuple[tuple[tuple[Card, ...], ...], int]:
+    """Validate melds a player declares from the cards in ``hand_mask``.
+
+    Returns the melds (sorted) and the mask of the cards they use. Raises IllegalMove:
+    ``card_not_in_hand`` for a card the player does not hold, ``invalid_melds`` for a group
+    that is no set or run or for a card used twice.
+    """
+    used, checked = 0, []
+    for number, meld in enumerate(melds):
+        for card in meld:
+            if not hand_mask >> card.index & 1:
+                raise IllegalMove("card_not_in_hand", f"meld {number}: {card} is not in the hand")
+            if used >> card.index & 1:
+                raise IllegalMove("invalid_melds", f"meld {number}: {card} is already in another meld")
+            used |= card.bit
+        if not is_meld(meld):
+            shown = " ".join(str(c) for c in meld)
+            raise IllegalMove("invalid_melds", f"meld {number} ({shown}) is neither a set of 3-4 of a rank nor a run of 3+ consecutive cards of a suit (ace low)")
+        checked.append(sort_meld(meld))
+    return tuple(checked), used
+
+
+def deadwood_of(mask: int) -> int:
+    return sum(c.value for c in cards_of(mask))
+
+
+# --- Lay-offs --------------------------------------------------------------------------------
+
+def fits(meld: Sequence[Card], card: Card) -> bool:
+    """Whether ``card`` extends ``meld`` as it stands: a 4th card on a set, or a run's next card at either end."""
+    if is_set(meld):
+        return len(meld) < MAX_SET and card.rank == meld[0].rank and card not in meld
+    suit, ranks = meld[0].suit, [c.rank for c in meld]
+    return card.suit == suit and (card.rank == min(ranks) - 1 or card.rank == max(ranks) + 1)
+
+
+def _extension_options(meld: Sequence[Card], index: int, defender_mask: int) -> list[tuple[int, tuple[tuple[Card, int], ...]]]:
+    """Every way the defender can extend one knocker meld: (cards mask, lay-offs in a legal order)."""
+    options: list[tuple[int, tuple[tuple[Card, int], ...]]] = [(0, ())]
+    if is_set(meld):
+        if len(meld) < MAX_SET:
+            fourth = next(CARDS[meld[0].rank + s * RANK_COUNT] for s in range(SUIT_COUNT)
+                          if CARDS[meld[0].rank + s * RANK_COUNT] not in meld)
+            if defender_mask & fourth.bit:
+                options.append((fourth.bit, ((fourth, index),)))
+        return options
+    base = meld[0].suit * RANK_COUNT
+    low = [CARDS[base + r] for r in range(min(c.rank for c in meld) - 1, -1, -1)]
+    high = [CARDS[base + r] for r in range(max(c.rank for c in meld) + 1, RANK_COUNT)]
+    low = _held_prefix(low, defender_mask)
+    high = _held_prefix(high, defender_mask)
+    for down in range(len(low) + 1):
+        for up in range(len(high) + 1):
+            if down or up:
+                chain = low[:down] + high[:up]
+                options.append((mask_of(chain), tuple((c, index) for c in chain)))
+    return options
+
+
+def _held_prefix(chain: list[Card], mask: int) -> list[Card]:
+    held = []
+    for card in chain:
+        if not mask & card.bit:
+            break
+        held.append(card)
+    return held
+
+
+@dataclass(frozen=True)
+class LayoffPlan:
+    """The defender's own melds, lay-offs (card, knocker meld index) in a legal order, and what remains."""
+
+    melds: tuple[tuple[Card, ...], ...]
+    layoffs: tuple[tuple[Card, int], ...]
+    deadwood_cards: tuple[Card, ...]
+    deadwood: int
+
+
+def best_layoff(knocker_melds: Sequence[Sequence[Card | str]], defender_cards: Iterable[Card | str]) -> LayoffPlan:
+    """The defender's melds and lay-offs that leave the least deadwood (exact).
+
+    Every lay-off is a prefix of a chain growing from one end of a knocker run, or a set's
+    4th card; the solver tries each combination of such prefixes that uses no card twice and
+    arranges the rest optimally, since laying a card off can break one of the defender's own melds.
+    """
+    melds = [tuple(as_card(c) for c in meld) for meld in knocker_melds]
+    defender = mask_of(as_card(c) for c in defender_cards)
+    per_meld = [_extension_options(meld, i, defender) for i, meld in enumerate(melds)]
+    best = None
+    for combo in product(*per_meld):
+        laid, overlap = 0, False
+        for cards, _ in combo:
+            overlap |= bool(laid & cards)
+            laid |= cards
+        if overlap:
+            continue
+        deadwood, choice = min_deadwood_mask(defender ^ laid)
+        if best is None or deadwood < best[0]:
+            best = (deadwood, choice, laid, combo)
+    deadwood, choice, laid, combo = best
+    own = _arrangement(defender ^ laid, choice, deadwood, None)
+    layoffs = tuple(pair for _, pairs in combo for pair in pairs)
+    return LayoffPlan(own.melds, layoffs, own.deadwood_cards, deadwood)
+
+
+def check_layoffs(knocker_melds: Sequence[Sequence[Card]], available_mask: int, holding_mask: int,
+                  layoffs: Iterable[tuple[Card, int]]) -> int:
+    """Apply a client's lay-offs in order; returns the mask of the cards laid off.
+
+    ``available_mask`` is the defender's cards outside their own melds, ``holding_mask`` their
+    whole hand. Raises IllegalMove: ``card_not_in_hand`` or ``invalid_layoff`` (a card in the
+    defender's own melds, a meld index out of range, or a card that does not fit the meld as it
+    stands after the earlier lay-offs).
+    """
+    extended = [list(meld) for meld in knocker_melds]
+    laid = 0
+    for number, (card, index) in enumerate(layoffs):
+        if not holding_mask & card.bit:
+            raise IllegalMove("card_not_in_hand", f"layoffs[{number}]: {card} is not in your hand")
+        if not available_mask & card.bit or laid & card.bit:
+            raise IllegalMove("invalid_layoff", f"layoffs[{number}]: {card} is already in one of your melds or laid off")
+        if not 0 <= index < len(extended):
+            raise IllegalMove("invalid_layoff", f"layoffs[{number}]: the knocker has no meld {index}")
+        if not fits(extended[index], card):
+            raise IllegalMove("invalid_layoff", f"layoffs[{number}]: {card} does not extend meld {index}")
+        extended[index].append(card)
+        laid |= card.bit
+    return laid
