@@ -1,0 +1,55 @@
+"""Game stores, chosen by URL: ``memory://`` or a Redis URL (see ``store_from_url``)."""
+from __future__ import annotations
+
+import logging
+from typing import Any
+from urllib.parse import urlsplit
+
+from service.store.base import (
+    GameMissing,
+    GameStore,
+    IdempotentResponse,
+    Loaded,
+    StoreError,
+    VersionConflict,
+)
+from service.store.memory import MemoryStore
+from service.store.redis import SCHEMES as REDIS_SCHEMES
+from service.store.redis import RedisStore
+
+__all__ = [
+    "GameMissing",
+    "GameStore",
+    "IdempotentResponse",
+    "Loaded",
+    "MemoryStore",
+    "RedisStore",
+    "StoreError",
+    "VersionConflict",
+    "store_from_url",
+]
+
+logger = logging.getLogger(__name__)
+
+
+def store_from_url(url: str, prefix: str = "ginrummy:", **options: Any) -> GameStore:
+    """The store that ``url`` names.
+
+    ``memory://`` is a MemoryStore; ``redis://``, ``rediss://``, ``unix://`` a RedisStore on
+    one server; ``redis+cluster://host:port`` (or a Redis URL with ``?cluster=true``) a
+    RedisStore on a Redis Cluster. ``prefix`` starts every Redis key; ``options`` go to the
+    redis-py client. Raises ValueError for any other scheme.
+    """
+    scheme = urlsplit(url).scheme
+    if scheme == "memory":
+        logger.warning(
+            "memory:// store: games live in this process only, are not shared between "
+            "processes or workers, and are lost on restart; use a Redis URL in production"
+        )
+        return MemoryStore()
+    if scheme in REDIS_SCHEMES:
+        return RedisStore(url, prefix, **options)
+    # Only the scheme is named: the rest of a URL may hold a password.
+    raise ValueError(
+        f"unknown store URL scheme {scheme!r}; use memory:// or one of {REDIS_SCHEMES}"
+    )

@@ -1,0 +1,47 @@
+"""Store fixtures: ``store`` runs each contract test on every implementation.
+
+Select one backend with ``-k memory``, ``-k "redis and not cluster"`` or ``-k redis-cluster``.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from service.store import GameStore, store_from_url
+from tests.redis_servers import RedisClusterServers, RedisServer, redis_server_binary
+
+
+@pytest.fixture(scope="session")
+def redis_cluster_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A private 3-master Redis Cluster for this session, stopped at its end."""
+    redis_server_binary()
+    cluster = RedisClusterServers(tmp_path_factory.mktemp("redis-cluster")).start()
+    yield cluster.url
+    cluster.stop()
+
+
+@pytest.fixture(params=["memory", "redis", "redis-cluster"])
+def store(request: pytest.FixtureRequest) -> Iterator[GameStore]:
+    """A store of each kind; Redis ones share this session's key prefix."""
+    if request.param == "memory":
+        built = store_from_url("memory://")
+    elif request.param == "redis":
+        built = store_from_url(
+            request.getfixturevalue("redis_url"), prefix=request.getfixturevalue("key_prefix")
+        )
+    else:
+        # The cluster is private, but a prefix still keeps the keys looking like production.
+        built = store_from_url(request.getfixturevalue("redis_cluster_url"), prefix="test:")
+    yield built
+    built.close()
+
+
+@pytest.fixture
+def private_redis(tmp_path) -> Iterator[RedisServer]:
+    """A redis-server of this test's own, with an append-only file so a restart keeps data."""
+    server = RedisServer(
+        tmp_path / "redis", extra_args=("--appendonly", "yes", "--appendfsync", "always")
+    ).start()
+    yield server
+    server.stop()

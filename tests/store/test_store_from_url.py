@@ -1,0 +1,94 @@
+"""Choosing a store by URL."""
+from __future__ import annotations
+
+import logging
+import uuid
+
+import pytest
+
+from service.store import MemoryStore, RedisStore, StoreError, store_from_url
+from tests.redis_servers import RedisClusterServers, RedisServer
+
+TTL = 60
+
+
+def test_memory_url_gives_a_memory_store_and_warns_it_is_not_shared(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="service.store"):
+        store = store_from_url("memory://")
+    assert isinstance(store, MemoryStore)
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "not shared between processes" in warnings[0].getMessage()
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "redis://127.0.0.1:6379/0",
+        "rediss://user:pw@redis.example:6380/1",
+        "unix:///run/redis/redis.sock?db=2",
+        "redis+cluster://127.0.0.1:1",
+        "redis://127.0.0.1:1?cluster=true",
+    ],
+)
+def test_redis_urls_give_a_redis_store_even_while_redis_is_away(url: str) -> None:
+    assert isinstance(store_from_url(url), RedisStore)
+
+
+@pytest.mark.parametrize(
+    "url", ["postgres://user:secret@db/games", "http://127.0.0.1:6379", "games"]
+)
+def test_an_unknown_scheme_is_refused_by_name_without_echoing_secrets(url: str) -> None:
+    scheme = url.partition("://")[0] if "://" in url else ""
+    with pytest.raises(ValueError, match=repr(scheme)) as refused:
+        store_from_url(url)
+    assert "secret" not in str(refused.value)
+
+
+def test_a_prefix_with_a_hash_tag_is_refused() -> None:
+    with pytest.raises(ValueError, match="prefix"):
+        store_from_url("redis://127.0.0.1:6379/0", prefix="app:{x}:")
+
+
+def test_a_unix_socket_url_reaches_redis(tmp_path) -> None:
+    socket_path = tmp_path / "redis.sock"
+    server = RedisServer(tmp_path / "data", extra_args=("--unixsocket", str(socket_path))).start()
+    try:
+        store = store_from_url(f"unix://{socket_path}", prefix="unix:")
+        store.create("g_unix", "state", 1, ["e"], TTL)
+        assert store.load("g_unix").state == "state"
+        store.close()
+    finally:
+        server.stop()
+
+
+def test_the_cluster_query_flag_makes_a_cluster_client(redis_cluster_url: str) -> None:
+    node = redis_cluster_url.replace("redis+cluster://", "redis://")
+    game_ids = [f"g_{uuid.uuid4().hex}" for _ in range(12)]  # spread over all three nodes
+
+    cluster_store = store_from_url(f"{node}?cluster=true", prefix="flag:")
+    for game_id in game_ids:
+        cluster_store.create(game_id, "state", 1, [], TTL)
+    cluster_store.close()
+
+    # Without the flag the same URL is one node, which redirects keys it does not own.
+    single_node = store_from_url(node, prefix="flag:")
+    with pytest.raises(StoreError, match="MovedError"):
+        for game_id in game_ids:
+            single_node.load(game_id)
+    single_node.close()
+
+
+def test_a_cluster_store_built_while_the_cluster_is_away_connects_later(tmp_path) -> None:
+    cluster = RedisClusterServers(tmp_path)
+    store = store_from_url(cluster.url, prefix="late:")
+    with pytest.raises(StoreError):
+        store.check()
+    cluster.start()
+    try:
+        store.create("g_late", "state", 1, ["e"], TTL)
+        assert store.load("g_late").state == "state"
+        store.close()
+    finally:
+        cluster.stop()

@@ -1,0 +1,66 @@
+"""Each load and each write of the Redis store is one round trip (what a request costs)."""
+from __future__ import annotations
+
+import threading
+
+import pytest
+import redis
+
+from service.store import IdempotentResponse, RedisStore, store_from_url
+from tests.redis_servers import RedisServer
+
+TTL = 60
+STATE = "x" * 1500  # about the size of a serialised game
+
+
+class CountingConnection(redis.Connection):
+    """Counts writes to the socket: a pipeline or a script is one write, then its replies."""
+
+    sends = threading.local()
+
+    def send_packed_command(self, command, check_health=True):
+        CountingConnection.sends.count = getattr(CountingConnection.sends, "count", 0) + 1
+        super().send_packed_command(command, check_health)
+
+
+def round_trips(call, *args, **kwargs) -> int:
+    """How many times ``call(*args, **kwargs)`` writes to Redis, in this thread."""
+    CountingConnection.sends.count = 0
+    call(*args, **kwargs)
+    return CountingConnection.sends.count
+
+
+@pytest.fixture
+def counted_store(private_redis: RedisServer):
+    built = store_from_url(private_redis.url, prefix="rt:", connection_class=CountingConnection)
+    # Warm up: connect and load the scripts, which happens once per process.
+    built.create("g_warm", STATE, 1, ["e"], TTL)
+    built.save("g_warm", 1, STATE, 2, ["e"], TTL)
+    built.create("g_rt", STATE, 1, ["e1"], TTL)
+    yield built
+    built.close()
+
+
+def test_each_call_is_one_round_trip(counted_store: RedisStore) -> None:
+    reply = IdempotentResponse("key", "response", TTL)
+    assert round_trips(counted_store.save, "g_rt", 1, STATE, 2, ["e2", "e3"], TTL, reply) == 1
+    assert round_trips(counted_store.load, "g_rt", idempotency_key="key") == 1
+    assert round_trips(counted_store.load, "g_rt") == 1
+    assert round_trips(counted_store.events, "g_rt", 1) == 1
+    assert round_trips(counted_store.create, "g_rt2", STATE, 1, ["e1"], TTL) == 1
+    assert round_trips(counted_store.check) == 1
+
+
+def test_the_server_runs_one_script_per_save_and_two_reads_per_load(
+    private_redis: RedisServer, counted_store: RedisStore
+) -> None:
+    with private_redis.client() as admin:
+        admin.config_resetstat()
+        counted_store.save("g_rt", 1, STATE, 2, ["e2"], TTL, IdempotentResponse("k", "r", TTL))
+        counted_store.load("g_rt", idempotency_key="k")
+        calls = {
+            name.removeprefix("cmdstat_"): stats["calls"]
+            for name, stats in admin.info("commandstats").items()
+        }
+    assert calls["evalsha"] == 1 and "eval" not in calls and "script|load" not in calls
+    assert calls["hmget"] == 1 and calls["get"] == 1
