@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import product
 
-from .cards import CARDS, RANK_COUNT, SUIT_BITS, Card, as_card, cards_of, mask_of, rank_value
+from .cards import CARD_BY_TEXT, CARDS, RANK_COUNT, SUIT_BITS, Card, as_card, cards_of, mask_of, rank_value
 from .errors import IllegalMove, InvalidInput
 
 MIN_MELD = 3
@@ -53,50 +53,74 @@ def _build_suit_tables():
 _SUIT_DEAD, _SUIT_RUNS, _DISCARD_GAIN, _DISCARD_RANK = _build_suit_tables()
 
 
-def _set_options(rank_bit: int, present: tuple[int, int, int, int]) -> list[tuple[int, int, int, int]]:
-    """Ways to take a set of one rank, as per-suit removal masks (first: take none)."""
-    holders = [i for i in range(SUIT_COUNT) if present[i] & rank_bit]
-    options = [(0, 0, 0, 0)]
-    for left_out in ([None] if len(holders) == MIN_MELD else [None, *holders]):
-        options.append(tuple(rank_bit if (i in holders and i != left_out) else 0 for i in range(SUIT_COUNT)))
+def _build_set_options():
+    """Per 4-bit pattern of the suits holding a rank: that rank's set choices as removal masks.
+
+    The full set comes first so that a gin hand stops the search early; "no set" comes last.
+    """
+    options: list[tuple[int, ...]] = [()] * 16
+    for pattern in range(16):
+        holders = [suit for suit in range(SUIT_COUNT) if pattern >> suit & 1]
+        if len(holders) < MIN_MELD:
+            continue
+        full = sum(1 << RANK_COUNT * suit for suit in holders)
+        three_of_four = tuple(full ^ 1 << RANK_COUNT * suit for suit in holders) if len(holders) == MAX_SET else ()
+        options[pattern] = (full, *three_of_four, 0)
     return options
 
 
-def _set_choices(s0: int, s1: int, s2: int, s3: int):
-    """Every combination of sets, as removal masks per suit; None when no rank has three cards."""
+def _build_run_capable():
+    """Per suit mask: the ranks that lie in some three-card run inside it."""
+    capable = [0] * (1 << RANK_COUNT)
+    for mask in range(1 << RANK_COUNT):
+        for rank in range(RANK_COUNT - 2):
+            if mask >> rank & 0b111 == 0b111:
+                capable[mask] |= 0b111 << rank
+    return capable
+
+
+_SET_OPTIONS = _build_set_options()
+_RUN_CAPABLE = _build_run_capable()
+# Per suit and suit mask: its cards, and what the table's runs leave loose (runs are disjoint).
+_SUIT_CARDS = [[tuple(CARDS[RANK_COUNT * suit + r] for r in range(RANK_COUNT) if m >> r & 1)
+                for m in range(1 << RANK_COUNT)] for suit in range(SUIT_COUNT)]
+_RUNS_LEAVE = [m ^ sum(_SUIT_RUNS[m]) for m in range(1 << RANK_COUNT)]
+
+
+def set_removals(mask: int, prune: bool = True) -> list[int]:
+    """Every combination of sets to take from the hand, each as the mask of the cards it takes.
+
+    With ``prune``, a rank none of whose cards can be in a run takes only its full set, which
+    then dominates; a discard search may not prune, as its best discard can come from a set.
+    """
+    s0, s1, s2, s3 = mask & SUIT_BITS, mask >> 13 & SUIT_BITS, mask >> 26 & SUIT_BITS, mask >> 39
     triples = (s0 & s1 & (s2 | s3)) | (s2 & s3 & (s0 | s1))
     if not triples:
-        return None
-    present = (s0, s1, s2, s3)
-    per_rank = []
+        return [0]
+    capable = (_RUN_CAPABLE[s0] | _RUN_CAPABLE[s1] | _RUN_CAPABLE[s2] | _RUN_CAPABLE[s3]) if prune else SUIT_BITS
+    combos = [0]
     while triples:
         bit = triples & -triples
-        per_rank.append(_set_options(bit, present))
+        rank = bit.bit_length() - 1
+        pattern = (s0 >> rank & 1) | (s1 >> rank & 1) << 1 | (s2 >> rank & 1) << 2 | (s3 >> rank & 1) << 3
+        options = _SET_OPTIONS[pattern] if capable & bit else _SET_OPTIONS[pattern][:1]
+        combos = [combo | option << rank for combo in combos for option in options]
         triples ^= bit
-    if len(per_rank) == 1:
-        return per_rank[0]
-    return [tuple(a | b for a, b in zip(*combo)) if len(combo) == 2 else
-            tuple(a | b | c for a, b, c in zip(*combo)) for combo in product(*per_rank)]
+    return combos
 
 
-def _suits(mask: int) -> tuple[int, int, int, int]:
-    return mask & SUIT_BITS, mask >> 13 & SUIT_BITS, mask >> 26 & SUIT_BITS, mask >> 39
-
-
-def min_deadwood_mask(mask: int) -> tuple[int, tuple[int, int, int, int]]:
-    """Minimum deadwood of any number of cards, and the set removals that achieve it."""
-    s0, s1, s2, s3 = _suits(mask)
-    dead = _SUIT_DEAD
-    choices = _set_choices(s0, s1, s2, s3)
-    if choices is None:
-        return dead[s0] + dead[s1] + dead[s2] + dead[s3], (0, 0, 0, 0)
-    best, best_choice = NO_DISCARD, None
-    for choice in choices:
-        r0, r1, r2, r3 = choice
-        d = dead[s0 ^ r0] + dead[s1 ^ r1] + dead[s2 ^ r2] + dead[s3 ^ r3]
-        if d < best:
-            best, best_choice = d, choice
-    return best, best_choice
+def min_deadwood_mask(mask: int) -> tuple[int, int]:
+    """Minimum deadwood of any number of cards, and the mask of the set cards that achieve it."""
+    dead, bits = _SUIT_DEAD, SUIT_BITS
+    best, best_sets = NO_DISCARD, 0
+    for sets in set_removals(mask):
+        left = mask ^ sets
+        deadwood = dead[left & bits] + dead[left >> 13 & bits] + dead[left >> 26 & bits] + dead[left >> 39]
+        if deadwood < best:
+            best, best_sets = deadwood, sets
+            if not deadwood:
+                break
+    return best, best_sets
 
 
 def _gain_without(suit_mask: int, forbidden_rank: int) -> tuple[int, int]:
@@ -110,42 +134,62 @@ def _gain_without(suit_mask: int, forbidden_rank: int) -> tuple[int, int]:
     return best, best_rank
 
 
-def best_discard_mask(mask: int, forbidden: int = -1) -> tuple[int, int, tuple[int, int, int, int]]:
-    """For a hand to discard from: (deadwood after the best discard, that card's index, set removals).
+def _discard_gain(left: int, suit: int, forbidden: int) -> tuple[int, int]:
+    """(deadwood change, card index) of the best discard from one suit of the loose cards."""
+    suit_mask = left >> RANK_COUNT * suit & SUIT_BITS
+    if forbidden >= 0 and forbidden // RANK_COUNT == suit and suit_mask >> forbidden % RANK_COUNT & 1:
+        change, rank = _gain_without(suit_mask, forbidden % RANK_COUNT)
+    else:
+        change, rank = _DISCARD_GAIN[suit_mask], _DISCARD_RANK[suit_mask]
+    return change, RANK_COUNT * suit + rank
+
+
+def best_discard_mask(mask: int, forbidden: int = -1) -> tuple[int, int, int]:
+    """For a hand to discard from: (deadwood after the best discard, that card's index, set cards).
 
     ``forbidden`` is a card index that may not be discarded (the card just taken from the pile).
-    Returns deadwood NO_DISCARD when there is nothing to discard.
+    Returns deadwood NO_DISCARD and index -1 when there is nothing to discard.
     """
-    suits = _suits(mask)
-    choices = _set_choices(*suits) or ((0, 0, 0, 0),)
-    dead, gain = _SUIT_DEAD, _DISCARD_GAIN
-    best, best_card, best_choice = NO_DISCARD, -1, (0, 0, 0, 0)
-    forbidden_suit, forbidden_rank = (forbidden // RANK_COUNT, forbidden % RANK_COUNT) if forbidden >= 0 else (-1, -1)
-    for choice in choices:
-        left = [s ^ r for s, r in zip(suits, choice)]
-        total = dead[left[0]] + dead[left[1]] + dead[left[2]] + dead[left[3]]
-        for suit in range(SUIT_COUNT):
-            if suit == forbidden_suit and left[suit] >> forbidden_rank & 1:
-                change, rank = _gain_without(left[suit], forbidden_rank)
-            else:
-                change, rank = gain[left[suit]], _DISCARD_RANK[left[suit]]
-            if total + change < best:
-                best, best_card, best_choice = total + change, suit * RANK_COUNT + rank, choice
-    return best, best_card, best_choice
+    dead, gain, bits = _SUIT_DEAD, _DISCARD_GAIN, SUIT_BITS
+    forbidden_bit = 1 << forbidden if forbidden >= 0 else 0
+    best, best_sets = NO_DISCARD, 0
+    for sets in set_removals(mask, prune=False):
+        left = mask ^ sets
+        l0, l1, l2, l3 = left & bits, left >> 13 & bits, left >> 26 & bits, left >> 39
+        total = dead[l0] + dead[l1] + dead[l2] + dead[l3]
+        if left & forbidden_bit:
+            total += min(_discard_gain(left, suit, forbidden)[0] for suit in range(SUIT_COUNT))
+        else:
+            total += min(gain[l0], gain[l1], gain[l2], gain[l3])
+        if total < best:
+            best, best_sets = total, sets
+            if not total:
+                break
+    if best >= NO_DISCARD:
+        return NO_DISCARD, -1, 0
+    left = mask ^ best_sets
+    # The card: the suit whose best removal gives the least deadwood (ties: the highest rank).
+    change, card = min((_discard_gain(left, suit, forbidden) for suit in range(SUIT_COUNT)),
+                       key=lambda pair: (pair[0], -(pair[1] % RANK_COUNT)))
+    return best, card, best_sets
 
 
-def _melds_of(mask: int, choice: tuple[int, int, int, int]) -> list[tuple[Card, ...]]:
+def _arrangement(mask: int, sets: int, deadwood: int, discard: Card | None) -> Arrangement:
     """The melds of an optimal arrangement: the chosen sets, then each suit's table runs."""
     melds = []
-    by_rank: dict[int, list[Card]] = {}
-    for suit, removed in enumerate(choice):
-        for card in cards_of(removed << (suit * RANK_COUNT)):
-            by_rank.setdefault(card.rank, []).append(card)
-    melds.extend(tuple(cards) for _, cards in sorted(by_rank.items()))
-    for suit, suit_mask in enumerate(_suits(mask)):
-        for run in _SUIT_RUNS[suit_mask ^ choice[suit]]:
-            melds.append(tuple(cards_of(run << (suit * RANK_COUNT))))
-    return melds
+    ranks = (sets | sets >> 13 | sets >> 26 | sets >> 39) & SUIT_BITS
+    while ranks:
+        low = ranks & -ranks
+        rank = low.bit_length() - 1
+        melds.append(tuple(CARDS[RANK_COUNT * suit + rank] for suit in range(SUIT_COUNT) if sets >> (RANK_COUNT * suit + rank) & 1))
+        ranks ^= low
+    loose: tuple[Card, ...] = ()
+    left = mask ^ sets
+    for suit in range(SUIT_COUNT):
+        suit_mask, cards = left >> RANK_COUNT * suit & SUIT_BITS, _SUIT_CARDS[suit]
+        melds.extend(cards[run] for run in _SUIT_RUNS[suit_mask])
+        loose += cards[_RUNS_LEAVE[suit_mask]]
+    return Arrangement(tuple(melds), loose, deadwood, discard)
 
 
 @dataclass(frozen=True)
@@ -171,22 +215,16 @@ class HandAnalysis(Arrangement):
 
 def arrange(mask: int) -> Arrangement:
     """A minimum-deadwood arrangement of the cards in ``mask`` (any count, no discard)."""
-    deadwood, choice = min_deadwood_mask(mask)
-    return _arrangement(mask, choice, deadwood, None)
+    deadwood, sets = min_deadwood_mask(mask)
+    return _arrangement(mask, sets, deadwood, None)
 
 
 def arrange_with_discard(mask: int, forbidden: int = -1) -> Arrangement:
     """The best discard from ``mask`` (not ``forbidden``) and an optimal arrangement of the rest."""
-    deadwood, card, choice = best_discard_mask(mask, forbidden)
+    deadwood, card, sets = best_discard_mask(mask, forbidden)
     if card < 0:
         raise InvalidInput("invalid_request", "there is no card that may be discarded")
-    return _arrangement(mask & ~(1 << card), choice, deadwood, CARDS[card])
-
-
-def _arrangement(mask: int, choice, deadwood: int, discard: Card | None) -> Arrangement:
-    melds = _melds_of(mask, choice)
-    melded = mask_of(c for meld in melds for c in meld)
-    return Arrangement(tuple(melds), tuple(cards_of(mask & ~melded)), deadwood, discard)
+    return _arrangement(mask & ~(1 << card), sets, deadwood, CARDS[card])
 
 
 def analyze_hand(cards: Iterable[Card | str], knock_limit: int = DEFAULT_KNOCK_LIMIT) -> HandAnalysis:
@@ -194,9 +232,9 @@ def analyze_hand(cards: Iterable[Card | str], knock_limit: int = DEFAULT_KNOCK_L
 
     Raises InvalidInput for bad or repeated cards.
     """
-    parsed = [as_card(c) for c in cards]
+    parsed = [CARD_BY_TEXT.get(c) or as_card(c) for c in cards]
     mask = mask_of(parsed)
-    if bin(mask).count("1") != len(parsed):
+    if mask.bit_count() != len(parsed):
         raise InvalidInput("invalid_card", "a card appears more than once", "cards")
     best = arrange_with_discard(mask) if len(parsed) == 11 else arrange(mask)
     return HandAnalysis(best.melds, best.deadwood_cards, best.deadwood, best.best_discard,
@@ -321,11 +359,11 @@ def best_layoff(knocker_melds: Sequence[Sequence[Card | str]], defender_cards: I
             laid |= cards
         if overlap:
             continue
-        deadwood, choice = min_deadwood_mask(defender ^ laid)
+        deadwood, sets = min_deadwood_mask(defender ^ laid)
         if best is None or deadwood < best[0]:
-            best = (deadwood, choice, laid, combo)
-    deadwood, choice, laid, combo = best
-    own = _arrangement(defender ^ laid, choice, deadwood, None)
+            best = (deadwood, sets, laid, combo)
+    deadwood, sets, laid, combo = best
+    own = _arrangement(defender ^ laid, sets, deadwood, None)
     layoffs = tuple(pair for _, pairs in combo for pair in pairs)
     return LayoffPlan(own.melds, layoffs, own.deadwood_cards, deadwood)
 
