@@ -73,10 +73,10 @@ def parse_card(text: object, field: str | None = None) -> Card:
 
 
 def parse_cards(texts: Iterable[object], field: str | None = None) -> tuple[Card, ...]:
-    """Parse a list of distinct cards. Raises InvalidInput(invalid_card) on bad or repeated values."""
+    """Parse a list of distinct cards (notation or Card). Raises InvalidInput(invalid_card) on bad or repeated values."""
     if isinstance(texts, (str, bytes)) or not isinstance(texts, Iterable):
         raise InvalidInput("invalid_request", "expected a list of cards", field)
-    cards = tuple(Card.parse(t, field) for t in texts)
+    cards = tuple(t if isinstance(t, Card) else Card.parse(t, field) for t in texts)
     if len(set(cards)) != len(cards):
         seen: set[Card] = set()
         repeated = next(c for c in cards if c in seen or seen.add(c))

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import product
 
-from .cards import CARD_BY_TEXT, CARDS, RANK_COUNT, SUIT_BITS, Card, as_card, cards_of, mask_of, rank_value
+from .cards import CARDS, RANK_COUNT, SUIT_BITS, Card, as_card, cards_of, mask_of, parse_cards, rank_value
 from .errors import IllegalMove, InvalidInput
 
 MIN_MELD = 3
@@ -232,10 +232,8 @@ def analyze_hand(cards: Iterable[Card | str], knock_limit: int = DEFAULT_KNOCK_L
 
     Raises InvalidInput for bad or repeated cards.
     """
-    parsed = [CARD_BY_TEXT.get(c) or as_card(c) for c in cards]
+    parsed = parse_cards(cards, "cards")
     mask = mask_of(parsed)
-    if mask.bit_count() != len(parsed):
-        raise InvalidInput("invalid_card", "a card appears more than once", "cards")
     best = arrange_with_discard(mask) if len(parsed) == 11 else arrange(mask)
     return HandAnalysis(best.melds, best.deadwood_cards, best.deadwood, best.best_discard,
                         can_knock=best.deadwood <= knock_limit)

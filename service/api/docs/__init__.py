@@ -1,0 +1,1 @@
+"""/docs and /openapi.json."""
