@@ -1,0 +1,75 @@
+"""Observability of the HTTP service: request ids, JSON logs and Prometheus metrics.
+
+``init_observability(app)`` wires all three into an app; the use cases count game events
+with the ``record_*`` functions re-exported here.
+"""
+from __future__ import annotations
+
+import time
+
+import flask
+from flask.logging import default_handler
+
+from service.observability.access_log import log_request
+from service.observability.jsonlog import configure_logging
+from service.observability.metrics import (
+    current_metrics,
+    init_metrics,
+    record_conflict,
+    record_game_created,
+    record_game_finished,
+    record_move,
+    record_store_error,
+)
+from service.observability.request_id import REQUEST_ID_HEADER, current_request_id
+
+__all__ = [
+    "current_request_id",
+    "init_observability",
+    "record_conflict",
+    "record_game_created",
+    "record_game_finished",
+    "record_move",
+    "record_store_error",
+]
+
+DEFAULT_LOG_LEVEL = "INFO"
+
+
+def init_observability(app: flask.Flask) -> None:
+    """Give ``app`` request ids, one JSON access-log line per request and Prometheus metrics.
+
+    - ``X-Request-ID``: the client's value when acceptable (see ``request_id``), else a new
+      one; kept on ``flask.g.request_id`` and echoed on every response, errors included.
+    - Logs: every logger writes JSON lines to stderr at ``app.config["LOG_LEVEL"]``
+      (default INFO); set up once per process, however many apps are created.
+    - Metrics: ``GET /metrics``; see ``service.observability.metrics`` for multi-process
+      gunicorn (PROMETHEUS_MULTIPROC_DIR).
+
+    The timing covers building the response (all before/after-request hooks included),
+    not sending a streamed body. Raises ValueError for an unknown LOG_LEVEL, and
+    RuntimeError/ValueError when PROMETHEUS_MULTIPROC_DIR is set but unusable.
+    """
+    configure_logging(app.config.get("LOG_LEVEL", DEFAULT_LOG_LEVEL))
+    # Flask gives app.logger its own plain-text handler; records should reach the JSON one.
+    app.logger.removeHandler(default_handler)
+    init_metrics(app)
+    # First of all before-request hooks, so that the time and the id exist even when a
+    # hook registered earlier (a rate limit, a size check) answers the request itself.
+    app.before_request_funcs.setdefault(None, []).insert(0, _start_request)
+    app.after_request(_finish_request)
+
+
+def _start_request() -> None:
+    flask.g.request_started = time.perf_counter()
+    current_request_id()
+
+
+def _finish_request(response: flask.Response) -> flask.Response:
+    duration = time.perf_counter() - flask.g.get("request_started", time.perf_counter())
+    response.headers[REQUEST_ID_HEADER] = current_request_id()
+    rule = flask.request.url_rule
+    route = rule.rule if rule is not None else None
+    current_metrics().observe_request(route, flask.request.method, response.status_code, duration)
+    log_request(route, response, duration)
+    return response

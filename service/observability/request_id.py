@@ -1,0 +1,36 @@
+"""The request id: one token per request that ties its log lines to what the client saw.
+
+A client or proxy may choose it with the ``X-Request-ID`` header; the service echoes it on
+every response, errors included.
+"""
+from __future__ import annotations
+
+import re
+import uuid
+
+import flask
+
+REQUEST_ID_HEADER = "X-Request-ID"
+
+# The id lands in log lines and response headers: a restricted alphabet and length keep a
+# client from forging log records (newlines, quotes) or bloating every line it causes.
+_ACCEPTABLE_ID = re.compile(r"[A-Za-z0-9._-]{1,128}")
+
+
+def is_acceptable_request_id(value: str) -> bool:
+    """Whether a client-chosen id may be used as is: 1-128 characters of [A-Za-z0-9._-]."""
+    return _ACCEPTABLE_ID.fullmatch(value) is not None
+
+
+def current_request_id() -> str:
+    """The id of the request being handled, chosen on first use and kept on ``flask.g``.
+
+    The ``X-Request-ID`` header's value when acceptable, else a new uuid4 hex string.
+    Raises RuntimeError outside a request context.
+    """
+    request_id = flask.g.get("request_id")
+    if request_id is None:
+        offered = flask.request.headers.get(REQUEST_ID_HEADER, "")
+        request_id = offered if is_acceptable_request_id(offered) else uuid.uuid4().hex
+        flask.g.request_id = request_id
+    return request_id
