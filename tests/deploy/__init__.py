@@ -1,0 +1,1 @@
+"""Tests of the deployment files: Dockerfile, gunicorn settings, Kubernetes manifests."""
