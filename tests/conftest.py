@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from tests.redis_servers import RedisServer, unavailable
+from tests.redis_servers import RedisClusterServers, RedisServer, redis_server_binary, unavailable
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 
@@ -56,3 +56,12 @@ def _batches(items: Iterator[bytes], size: int) -> Iterator[list[bytes]]:
             batch = []
     if batch:
         yield batch
+
+
+@pytest.fixture(scope="session")
+def redis_cluster_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A private 3-master Redis Cluster for this session, stopped at its end."""
+    redis_server_binary()
+    cluster = RedisClusterServers(tmp_path_factory.mktemp("redis-cluster")).start()
+    yield cluster.url
+    cluster.stop()

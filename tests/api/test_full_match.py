@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.api.support import SpecChecker, Table, holding, play_one
+from tests.api.conftest import build_app
+from tests.api.support import SpecChecker, Table, holding, play_one, store_of
 
 MAX_ACTIONS = 3000
 
@@ -148,3 +149,16 @@ def test_a_short_match_on_each_store(any_app):
     view, _, outcomes = play_match(table, SpecChecker(any_app))
     assert view["status"] == "finished"
     assert outcomes[-1] != "dead" and all(o == "dead" for o in outcomes[:-1])
+
+
+@pytest.mark.slow
+def test_a_full_match_on_redis_cluster(redis_cluster_url):
+    """The same service, unchanged, on a 3-master Redis Cluster through redis-py's cluster client."""
+    app = build_app(REDIS_URL=redis_cluster_url, KEY_PREFIX="test:")
+    try:
+        table = Table.open(app, app.test_client(), "classic", seed=39)
+        view, actions, _ = play_match(table, SpecChecker(app))
+        assert view["status"] == "finished" and actions
+        assert view["result"]["players"][view["result"]["winner"]]["game_bonus"] == 100
+    finally:
+        store_of(app).close()

@@ -9,16 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from service.store import GameStore, store_from_url
-from tests.redis_servers import RedisClusterServers, RedisServer, redis_server_binary
-
-
-@pytest.fixture(scope="session")
-def redis_cluster_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A private 3-master Redis Cluster for this session, stopped at its end."""
-    redis_server_binary()
-    cluster = RedisClusterServers(tmp_path_factory.mktemp("redis-cluster")).start()
-    yield cluster.url
-    cluster.stop()
+from tests.redis_servers import RedisServer
 
 
 @pytest.fixture(params=["memory", "redis", "redis-cluster"])
