@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from pathlib import Path
 
@@ -36,6 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.command == "serve":
+        # The app already writes one JSON line per request; Werkzeug's own line would repeat it.
+        logging.getLogger("werkzeug").setLevel(logging.WARNING)
         run_simple(args.host, args.port, create_app(), threaded=True)
         return 0
     write_openapi(args.output)
