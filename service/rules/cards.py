@@ -50,6 +50,10 @@ class Card:
     def __str__(self) -> str:
         return NOTATION[self.index]
 
+    def __hash__(self) -> int:
+        # Cards key sets and dicts on hot paths; the index is already a perfect hash.
+        return self.index
+
     def __repr__(self) -> str:
         return f"Card({self})"
 
@@ -76,7 +80,12 @@ def parse_cards(texts: Iterable[object], field: str | None = None) -> tuple[Card
     """Parse a list of distinct cards (notation or Card). Raises InvalidInput(invalid_card) on bad or repeated values."""
     if isinstance(texts, (str, bytes)) or not isinstance(texts, Iterable):
         raise InvalidInput("invalid_request", "expected a list of cards", field)
-    cards = tuple(t if isinstance(t, Card) else Card.parse(t, field) for t in texts)
+    texts = list(texts)
+    try:
+        cards = tuple(map(CARD_BY_TEXT.__getitem__, texts))
+    except (KeyError, TypeError):
+        # Not all plain notation: Card objects, or a bad value that the error must name.
+        cards = tuple(t if isinstance(t, Card) else Card.parse(t, field) for t in texts)
     if len(set(cards)) != len(cards):
         seen: set[Card] = set()
         repeated = next(c for c in cards if c in seen or seen.add(c))
