@@ -61,8 +61,7 @@ def illegal_actions(match, rng: random.Random):
     hand = match.hand
     seat = hand.turn
     other = hand.other(seat)
-    outside = [c for c in CARDS if not hand.holding(seat) & c.bit]
-    tries = [(other, Draw("stock")), (other, Pass()), (seat, Discard(rng.choice(outside)))]
+    tries = [(other, Draw("stock")), (other, Pass()), (seat, Discard(_card_not_held(hand.holding(seat), rng)))]
     if match.sitter is not None:
         tries.append((match.sitter, Draw("stock")))
     if hand.phase is not Phase.DISCARD:
@@ -74,6 +73,13 @@ def illegal_actions(match, rng: random.Random):
     if hand.phase is Phase.DRAW and hand.stock_only:
         tries.append((seat, Draw("discard")))
     return tries
+
+
+def _card_not_held(holding: int, rng: random.Random):
+    while True:
+        card = rng.choice(CARDS)
+        if not holding & card.bit:
+            return card
 
 
 def play_match(variant: str, seed: int, check=check_invariants):
