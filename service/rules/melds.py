@@ -10,9 +10,10 @@ one suit, so a second table holds, per suit mask, the best deadwood after removi
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import product
+from typing import NamedTuple
 
 from .cards import CARDS, RANK_COUNT, SUIT_BITS, Card, as_card, cards_of, mask_of, parse_cards, rank_value
 from .errors import IllegalMove, InvalidInput
@@ -81,10 +82,18 @@ def _build_run_capable():
 
 _SET_OPTIONS = _build_set_options()
 _RUN_CAPABLE = _build_run_capable()
-# Per suit and suit mask: its cards, and what the table's runs leave loose (runs are disjoint).
-_SUIT_CARDS = [[tuple(CARDS[RANK_COUNT * suit + r] for r in range(RANK_COUNT) if m >> r & 1)
-                for m in range(1 << RANK_COUNT)] for suit in range(SUIT_COUNT)]
-_RUNS_LEAVE = [m ^ sum(_SUIT_RUNS[m]) for m in range(1 << RANK_COUNT)]
+
+
+def _build_suit_layouts():
+    """Per suit and suit mask: the table's runs as cards, and the cards they leave loose."""
+    def cards(suit: int, mask: int) -> tuple[Card, ...]:
+        return tuple(CARDS[RANK_COUNT * suit + r] for r in range(RANK_COUNT) if mask >> r & 1)
+    # Runs of one suit's table are disjoint, so their sum is their union.
+    return [[(tuple(cards(suit, run) for run in _SUIT_RUNS[m]), cards(suit, m ^ sum(_SUIT_RUNS[m])))
+             for m in range(1 << RANK_COUNT)] for suit in range(SUIT_COUNT)]
+
+
+_SUIT_LAYOUTS = _build_suit_layouts()
 
 
 def set_removals(mask: int, prune: bool = True) -> list[int]:
@@ -183,17 +192,15 @@ def _arrangement(mask: int, sets: int, deadwood: int, discard: Card | None) -> A
         rank = low.bit_length() - 1
         melds.append(tuple(CARDS[RANK_COUNT * suit + rank] for suit in range(SUIT_COUNT) if sets >> (RANK_COUNT * suit + rank) & 1))
         ranks ^= low
-    loose: tuple[Card, ...] = ()
     left = mask ^ sets
-    for suit in range(SUIT_COUNT):
-        suit_mask, cards = left >> RANK_COUNT * suit & SUIT_BITS, _SUIT_CARDS[suit]
-        melds.extend(cards[run] for run in _SUIT_RUNS[suit_mask])
-        loose += cards[_RUNS_LEAVE[suit_mask]]
-    return Arrangement(tuple(melds), loose, deadwood, discard)
+    runs0, loose0 = _SUIT_LAYOUTS[0][left & SUIT_BITS]
+    runs1, loose1 = _SUIT_LAYOUTS[1][left >> 13 & SUIT_BITS]
+    runs2, loose2 = _SUIT_LAYOUTS[2][left >> 26 & SUIT_BITS]
+    runs3, loose3 = _SUIT_LAYOUTS[3][left >> 39]
+    return Arrangement((*melds, *runs0, *runs1, *runs2, *runs3), loose0 + loose1 + loose2 + loose3, deadwood, discard)
 
 
-@dataclass(frozen=True)
-class Arrangement:
+class Arrangement(NamedTuple):
     """Melds and deadwood of a hand; for an 11-card hand, after ``best_discard``."""
 
     melds: tuple[tuple[Card, ...], ...]
@@ -206,11 +213,18 @@ class Arrangement:
         return self.deadwood == 0
 
 
-@dataclass(frozen=True)
-class HandAnalysis(Arrangement):
+class HandAnalysis(NamedTuple):
     """``analyze_hand``'s answer: an Arrangement plus whether it is low enough to knock."""
 
-    can_knock: bool = False
+    melds: tuple[tuple[Card, ...], ...]
+    deadwood_cards: tuple[Card, ...]
+    deadwood: int
+    best_discard: Card | None
+    can_knock: bool
+
+    @property
+    def gin(self) -> bool:
+        return self.deadwood == 0
 
 
 def arrange(mask: int) -> Arrangement:
@@ -227,16 +241,31 @@ def arrange_with_discard(mask: int, forbidden: int = -1) -> Arrangement:
     return _arrangement(mask & ~(1 << card), sets, deadwood, CARDS[card])
 
 
+_BIT_BY_NOTATION = {str(card): card.bit for card in CARDS}
+
+
+def _mask_of_hand(cards: Iterable[Card | str]) -> int:
+    """The mask of distinct cards; parse_cards names the culprit when the fast path cannot."""
+    if isinstance(cards, Iterator):
+        cards = list(cards)  # the slow path reads it a second time
+    try:
+        bits = list(map(_BIT_BY_NOTATION.__getitem__, cards))
+    except (KeyError, TypeError):
+        return mask_of(parse_cards(cards, "cards"))
+    mask = sum(bits)
+    if mask.bit_count() != len(bits):
+        parse_cards(cards, "cards")  # raises, naming the repeated card
+    return mask
+
+
 def analyze_hand(cards: Iterable[Card | str], knock_limit: int = DEFAULT_KNOCK_LIMIT) -> HandAnalysis:
     """Exact minimum deadwood of a hand; with 11 cards, of the best discard (``best_discard``).
 
     Raises InvalidInput for bad or repeated cards.
     """
-    parsed = parse_cards(cards, "cards")
-    mask = mask_of(parsed)
-    best = arrange_with_discard(mask) if len(parsed) == 11 else arrange(mask)
-    return HandAnalysis(best.melds, best.deadwood_cards, best.deadwood, best.best_discard,
-                        can_knock=best.deadwood <= knock_limit)
+    mask = _mask_of_hand(cards)
+    best = arrange_with_discard(mask) if mask.bit_count() == 11 else arrange(mask)
+    return HandAnalysis(*best, can_knock=best.deadwood <= knock_limit)
 
 
 # --- Checking what a client declares ---------------------------------------------------------
