@@ -22,7 +22,10 @@ def doc(description: str, example: object) -> dict:
 
 # Text without control characters (C0, C1) or line and paragraph separators. Checked with a
 # pattern, not str.isprintable(), so that the OpenAPI document states exactly what passes.
-PRINTABLE_PATTERN = r"^[^\u0000-\u001f\u007f-\u009f\u2028\u2029]+$"
+# No control characters, line separators, bidirectional overrides or lone surrogates: names
+# and advice are shown to other players, where such characters disguise or break the text.
+# U+200D (zero-width joiner) stays allowed: emoji sequences need it.
+PRINTABLE_PATTERN = r"^[^\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]+$"
 # Header values: visible ASCII and space.
 HEADER_TEXT_PATTERN = r"^[\u0020-\u007e]+$"
 
