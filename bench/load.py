@@ -1,0 +1,542 @@
+"""Load: complete matches played by concurrent simulated players against gunicorn + Redis,
+and in the same run the ceiling of the stack (bench/baseline_app.py under the same settings).
+
+    python bench/load.py [--clients 16] [--workers 2] [--threads 8] [--seconds 20] [--scaling]
+                         [--idempotency-keys] [--max-requests N] [--redis-url URL]
+    python bench/load.py --profile [--moves 3000]
+
+Prints, for the service and for the baseline: moves/s and p50/p99 latency per endpoint; the
+ratio of the two; Redis calls and round trips per move (INFO commandstats); Redis memory per
+active match (MEMORY USAGE, for state / events / idempotency responses); with --scaling the
+service's moves/s with 1 and with 2 workers. --profile plays moves in-process (Flask test
+client on Redis) under pyinstrument and prints where the time goes.
+
+Each simulated player plays one match at a time, acting for every seat with one request per
+move, like a client that keeps the view each answer returns: the seat to move next either is
+the one that just acted (its view is at hand) or has a move that needs no cards (pass or draw
+in the upcard offer, draw from the stock, the engine's lay-off). One move in ten is preceded
+by a read of the mover's view, so reads are measured too. A private redis-server is started
+unless --redis-url names one, so that other traffic never mixes into the Redis figures.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import http.client
+import json
+import os
+import platform
+import random
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT)]
+
+import redis  # noqa: E402
+
+from tests.e2e.players import Move, legal_move  # noqa: E402
+from tests.gunicorn_server import GunicornServer  # noqa: E402
+from tests.redis_servers import RedisServer  # noqa: E402
+
+WARMUP_SECONDS = 2.0
+READ_EVERY = 10  # one move in this many is preceded by a read of the mover's view
+BASELINE_APP = "bench.baseline_app:app"
+PLAYERS = [{"name": "Ann"}, {"name": "Bob"}]
+# Commands that each start a round trip of the app to Redis: every load is a pipeline that
+# starts with HMGET (an Idempotency-Key adds a GET to the same pipeline), every save or create
+# one EVALSHA; the other commands in commandstats run inside the scripts.
+ROUND_TRIP_COMMANDS = ("hmget", "evalsha", "eval", "lrange", "ping", "script|load")
+TARGETS = {"ratio": 0.70, "p99_ms": 25.0, "round_trips": 2.0, "memory_bytes": 4096, "scaling": 1.7}
+
+Transport = Callable[[str, str, object, dict], tuple[int, dict | None]]
+
+
+class HttpTransport:
+    """One keep-alive HTTP/1.1 connection (http.client: the lightest client at hand)."""
+
+    def __init__(self, port: int):
+        self.port = port
+        self.connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+
+    def __call__(self, method: str, path: str, body: object = None, headers: dict | None = None):
+        payload = None if body is None else json.dumps(body)
+        sent = dict(headers or {})
+        if payload is not None:
+            sent["Content-Type"] = "application/json"
+        try:
+            self.connection.request(method, path, payload, sent)
+            response = self.connection.getresponse()
+            data = response.read()
+        except (http.client.HTTPException, ConnectionError):
+            # A worker recycled (max_requests) closes its idle connections: reconnect and tell
+            # the caller nothing is known about this request.
+            self.connection.close()
+            self.connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+            return 0, None
+        return response.status, json.loads(data) if data else None
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+class FlaskTransport:
+    """The app in this process, through Flask's test client (for profiling)."""
+
+    def __init__(self, app):
+        self.client = app.test_client()
+
+    def __call__(self, method: str, path: str, body: object = None, headers: dict | None = None):
+        response = self.client.open(path, method=method, json=body, headers=headers or {})
+        return response.status_code, response.get_json(silent=True)
+
+    def close(self) -> None:
+        pass
+
+
+@dataclass
+class Tally:
+    """What one player measured: latencies (ms) per endpoint, moves and creations."""
+
+    latencies: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    moves: int = 0
+    creates: int = 0
+    failures: int = 0
+
+    def merge(self, other: Tally) -> None:
+        for endpoint, values in other.latencies.items():
+            self.latencies[endpoint].extend(values)
+        self.moves += other.moves
+        self.creates += other.creates
+        self.failures += other.failures
+
+
+@dataclass
+class Window:
+    """The measured interval: samples that start inside it count."""
+
+    start: float
+    end: float
+
+    def contains(self, moment: float) -> bool:
+        return self.start <= moment < self.end
+
+
+class ServicePlayer:
+    """Plays classic matches one after another through ``send``, one request per move."""
+
+    def __init__(self, send: Transport, seed: int, idempotency_keys: bool):
+        self.send = send
+        self.rng = random.Random(seed)
+        self.idempotency_keys = idempotency_keys
+        self.tally = Tally()
+        self.game_id = ""
+        self.tokens: list[str] = []
+        self.view: dict | None = None
+
+    def timed(self, window: Window | None, endpoint: str, method: str, path: str, body=None, headers=None):
+        started = time.perf_counter()
+        status, answer = self.send(method, path, body, headers or {})
+        if window is None or window.contains(started):
+            self.tally.latencies[endpoint].append((time.perf_counter() - started) * 1000)
+        return status, answer, window is None or window.contains(started)
+
+    def auth(self, seat: int) -> dict:
+        return {"Authorization": f"Bearer {self.tokens[seat]}"}
+
+    def new_match(self, window: Window | None) -> None:
+        status, answer, counted = self.timed(window, "create", "POST", "/v1/games", {"variant": "classic", "players": PLAYERS})
+        if status != 201:
+            raise RuntimeError(f"create answered {status}: {answer}")
+        self.tally.creates += counted
+        self.game_id, self.tokens = answer["game"]["id"], [p["token"] for p in answer["players"]]
+        self.view = answer["game"]
+
+    def resync(self, window: Window | None) -> None:
+        """After an unexpected answer: read the game again (or start another)."""
+        status, public, _ = self.timed(window, "view", "GET", f"/v1/games/{self.game_id}")
+        if status != 200 or public["status"] == "finished":
+            self.new_match(window)
+            return
+        self.read_view(window, public["hand"]["turn"])
+
+    def read_view(self, window: Window | None, seat: int) -> None:
+        status, view, _ = self.timed(window, "view", "GET", f"/v1/games/{self.game_id}", headers=self.auth(seat))
+        self.view = view if status == 200 else None
+
+    def next_move(self) -> tuple[int, Move]:
+        hand = self.view["hand"]
+        turn, phase = hand["turn"], hand["phase"]
+        you = self.view.get("you")
+        if you is not None and you["seat"] == turn:
+            return turn, legal_move(self.view, self.rng)
+        if phase == "upcard_offer":
+            return turn, Move("pass") if self.rng.random() < 0.5 else Move("draw", {"source": "discard"})
+        if phase == "draw":
+            return turn, Move("draw", {"source": "stock"})
+        return turn, Move("layoff")  # the discard phase always belongs to the seat that just drew
+
+    def step(self, window: Window | None) -> None:
+        if self.view is None:
+            self.resync(window)
+            return
+        if self.view["status"] == "finished":
+            self.new_match(window)
+            return
+        if self.rng.randrange(READ_EVERY) == 0:
+            self.read_view(window, self.view["hand"]["turn"])
+            if self.view is None:
+                return
+        seat, move = self.next_move()
+        headers = self.auth(seat)
+        if self.idempotency_keys:
+            headers["Idempotency-Key"] = uuid.uuid4().hex
+        status, view, counted = self.timed(window, move.action, "POST", f"/v1/games/{self.game_id}/{move.action}",
+                                           move.body, headers)
+        if status == 200:
+            self.tally.moves += counted
+            self.view = view
+        else:
+            self.tally.failures += counted
+            self.view = None
+
+
+class BaselinePlayer:
+    """Moves one baseline game as fast as it answers."""
+
+    def __init__(self, send: Transport):
+        self.send = send
+        self.tally = Tally()
+        status, answer = send("POST", "/games", None, {})
+        if status != 201:
+            raise RuntimeError(f"baseline create answered {status}")
+        self.path = f"/games/{answer['id']}/move"
+
+    def step(self, window: Window | None) -> None:
+        started = time.perf_counter()
+        status, _ = self.send("POST", self.path, None, {})
+        counted = window is None or window.contains(started)
+        if counted:
+            self.tally.latencies["move"].append((time.perf_counter() - started) * 1000)
+            self.tally.moves += status == 200
+            self.tally.failures += status != 200
+
+
+@dataclass(frozen=True)
+class Sample:
+    """Counters read at one moment: Redis commands, and CPU seconds of the server's processes
+    (workers alive, workers already reaped by the master, the master) and of this process."""
+
+    calls: dict[str, int]
+    server_cpu: float
+    worker_cpu: dict[int, float]
+    generator_cpu: float
+
+
+def cpu_seconds(pid: int, children: bool = False) -> float:
+    """utime + stime of ``pid`` (with ``children``: plus those of its reaped children)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = int(fields[11]) + int(fields[12]) + (int(fields[13]) + int(fields[14]) if children else 0)
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def sample(client: redis.Redis, server: GunicornServer) -> Sample:
+    workers = {}
+    for pid in server.worker_pids():
+        try:
+            workers[pid] = cpu_seconds(pid)
+        except OSError:  # exited meanwhile: counted with the master's children from now on
+            pass
+    master = cpu_seconds(server.process.pid, children=True)
+    generator = sum(os.times()[:2])
+    calls = {name.removeprefix("cmdstat_"): stats["calls"] for name, stats in client.info("commandstats").items()}
+    return Sample(calls, master + sum(workers.values()), workers, generator)
+
+
+@dataclass
+class Result:
+    name: str
+    seconds: float
+    tally: Tally
+    before: Sample
+    after: Sample
+
+    @property
+    def calls(self) -> dict[str, int]:
+        return {name: count - self.before.calls.get(name, 0) for name, count in self.after.calls.items()}
+
+    @property
+    def moves_per_second(self) -> float:
+        return self.tally.moves / self.seconds
+
+    @property
+    def requests(self) -> int:
+        return sum(len(values) for values in self.tally.latencies.values())
+
+    def calls_per_move(self) -> float:
+        return sum(self.calls.values()) / max(self.tally.moves, 1)
+
+    def round_trips_per_move(self) -> float:
+        """Round trips of the app to Redis per move, those of creations and of reads of views
+        left out (each is one)."""
+        sent = sum(self.calls.get(name, 0) for name in ROUND_TRIP_COMMANDS)
+        reads = len(self.tally.latencies.get("view", []))
+        return (sent - self.tally.creates - reads) / max(self.tally.moves, 1)
+
+    def server_ms_per_request(self) -> float:
+        """Server CPU per request: unlike throughput, hardly changed by other load on the machine."""
+        return (self.after.server_cpu - self.before.server_cpu) * 1000 / max(self.requests, 1)
+
+    def worker_shares(self) -> list[float]:
+        """Each worker's share of the server's CPU over the window (workers alive throughout)."""
+        used = {pid: self.after.worker_cpu[pid] - cpu for pid, cpu in self.before.worker_cpu.items()
+                if pid in self.after.worker_cpu}
+        total = sum(used.values()) or 1.0
+        return sorted((value / total for value in used.values()), reverse=True)
+
+
+def drive(players: list, seconds: float, redis_client: redis.Redis, server: GunicornServer) -> tuple[Tally, Sample, Sample]:
+    """Run every player in its own thread: warm-up, then ``seconds`` measured."""
+    now = time.perf_counter()
+    window = Window(now + WARMUP_SECONDS, now + WARMUP_SECONDS + seconds)
+    errors: list[BaseException] = []
+
+    def loop(player) -> None:
+        try:
+            while time.perf_counter() < window.end:
+                player.step(window)
+        except BaseException as error:  # reported after the run
+            errors.append(error)
+
+    threads = [threading.Thread(target=loop, args=(player,)) for player in players]
+    for thread in threads:
+        thread.start()
+    time.sleep(max(0.0, window.start - time.perf_counter()))
+    before = sample(redis_client, server)
+    time.sleep(max(0.0, window.end - time.perf_counter()))
+    after = sample(redis_client, server)
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
+    tally = Tally()
+    for player in players:
+        tally.merge(player.tally)
+    return tally, before, after
+
+
+@contextmanager
+def redis_for_bench(url: str | None, directory: Path) -> Iterator[str]:
+    if url:
+        yield url
+        return
+    server = RedisServer(directory / "redis").start()
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
+@contextmanager
+def gunicorn(directory: Path, environment: dict, workers: int, threads: int, app: str, ready_path: str):
+    server = GunicornServer(directory, environment, workers=workers, threads=threads, app=app, ready_path=ready_path)
+    try:
+        yield server.start()
+    finally:
+        server.stop()
+
+
+def gunicorn_overrides(options) -> dict[str, str]:
+    """Settings changed from the command line, for the service and the baseline alike."""
+    overrides = {}
+    if options.max_requests is not None:
+        overrides["GUNICORN_MAX_REQUESTS"] = str(options.max_requests)
+    if options.gunicorn_args:
+        overrides["GUNICORN_CMD_ARGS"] = options.gunicorn_args
+    return overrides
+
+
+def run_service(options, redis_url: str, prefix: str, workers: int, directory: Path) -> Result:
+    environment = {"REDIS_URL": redis_url, "KEY_PREFIX": prefix, "LOG_LEVEL": "WARNING", **gunicorn_overrides(options)}
+    with gunicorn(directory, environment, workers, options.threads, "service.wsgi:app", "/readyz") as server, \
+            redis.Redis.from_url(redis_url) as client:
+        players = [ServicePlayer(HttpTransport(server.port), seed, options.idempotency_keys)
+                   for seed in range(options.clients)]
+        for player in players:
+            player.new_match(None)
+        tally, before, after = drive(players, options.seconds, client, server)
+        for player in players:
+            player.send.close()
+    return Result(f"service, {workers} worker(s)", options.seconds, tally, before, after)
+
+
+def run_baseline(options, redis_url: str, prefix: str, directory: Path) -> Result:
+    environment = {"REDIS_URL": redis_url, "KEY_PREFIX": prefix, **gunicorn_overrides(options)}
+    with gunicorn(directory, environment, options.workers, options.threads, BASELINE_APP, "/healthz") as server, \
+            redis.Redis.from_url(redis_url) as client:
+        players = [BaselinePlayer(HttpTransport(server.port)) for _ in range(options.clients)]
+        tally, before, after = drive(players, options.seconds, client, server)
+        for player in players:
+            player.send.close()
+    return Result(f"baseline, {options.workers} worker(s)", options.seconds, tally, before, after)
+
+
+@dataclass
+class Memory:
+    """MEMORY USAGE per match, by kind of key."""
+
+    active: list[dict[str, int]] = field(default_factory=list)
+    finished: list[dict[str, int]] = field(default_factory=list)
+    events: list[int] = field(default_factory=list)
+
+
+def memory_per_match(redis_url: str, prefix: str) -> Memory:
+    """Group the service's keys by game (``<prefix>{<id>}:s|e|i:<key>``, service/store/redis.py)."""
+    memory = Memory()
+    with redis.Redis.from_url(redis_url, decode_responses=True) as client:
+        games: dict[str, dict[str, int]] = defaultdict(lambda: {"state": 0, "events": 0, "idempotency": 0})
+        finished: set[str] = set()
+        for key in client.scan_iter(match=f"{prefix}{{g_*}}:*", count=1000):
+            tagged, _, kind = key[len(prefix):].partition(":")  # "{g_...}", "s" | "e" | "i"
+            game_id = tagged.strip("{}")
+            usage = client.memory_usage(key, samples=0) or 0
+            if kind == "s":
+                games[game_id]["state"] += usage
+                record = json.loads(client.hget(key, "s"))
+                if record["m"]["result"] is not None:
+                    finished.add(game_id)
+            elif kind == "e":
+                games[game_id]["events"] += usage
+            else:
+                games[game_id]["idempotency"] += usage
+        for game_id, usage in games.items():
+            (memory.finished if game_id in finished else memory.active).append(usage)
+            if game_id not in finished:
+                memory.events.append(client.llen(f"{prefix}{{{game_id}}}:e"))
+    return memory
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))] if ordered else float("nan")
+
+
+def print_result(result: Result) -> None:
+    print(f"\n{result.name}: {result.moves_per_second:,.0f} moves/s, {result.requests / result.seconds:,.0f} requests/s "
+          f"over {result.seconds:.0f} s ({result.tally.moves} moves, {result.tally.creates} matches created, "
+          f"{result.tally.failures} moves refused or lost)")
+    print(f"  {'endpoint':<10} {'requests':>9} {'p50 ms':>8} {'p99 ms':>8}")
+    for endpoint, values in sorted(result.tally.latencies.items()):
+        print(f"  {endpoint:<10} {len(values):>9} {percentile(values, 0.50):>8.2f} {percentile(values, 0.99):>8.2f}")
+    print(f"  Redis: {result.calls_per_move():.2f} commands per move (commandstats, script internals included), "
+          f"{result.round_trips_per_move():.2f} round trips per move")
+    cores = (result.after.server_cpu - result.before.server_cpu) / result.seconds
+    generator = (result.after.generator_cpu - result.before.generator_cpu) / result.seconds
+    shares = ", ".join(f"{share:.0%}" for share in result.worker_shares()) or "n/a (every worker was recycled meanwhile)"
+    print(f"  CPU: server {cores:.2f} cores busy, {result.server_ms_per_request():.2f} ms per request; "
+          f"load generator {generator:.2f} cores; workers' shares of the server CPU: {shares}")
+
+
+def print_memory(memory: Memory) -> None:
+    def mean(rows: list[dict[str, int]], kind: str) -> float:
+        return statistics.fmean(row[kind] for row in rows) if rows else float("nan")
+
+    for label, rows in (("active", memory.active), ("finished", memory.finished)):
+        total = [sum(row.values()) for row in rows]
+        print(f"  {label} matches: {len(rows)}; mean bytes state {mean(rows, 'state'):,.0f}, events "
+              f"{mean(rows, 'events'):,.0f}, idempotency {mean(rows, 'idempotency'):,.0f}; total mean "
+              f"{statistics.fmean(total) if total else float('nan'):,.0f}, max {max(total, default=0):,}")
+    if memory.events:
+        print(f"  events per active match: mean {statistics.fmean(memory.events):.0f}, max {max(memory.events)}")
+
+
+def machine() -> str:
+    return f"{platform.node()}: {os.cpu_count()} CPUs, {platform.processor() or platform.machine()}, " \
+           f"Python {platform.python_version()}, {platform.platform()}"
+
+
+def profile(options) -> None:
+    """Play moves in this process (Flask test client, real Redis) under pyinstrument."""
+    from pyinstrument import Profiler
+
+    from service.app import create_app
+
+    with tempfile.TemporaryDirectory() as directory, redis_for_bench(options.redis_url, Path(directory)) as url:
+        prefix = f"bench:{uuid.uuid4().hex}:"
+        app = create_app({"REDIS_URL": url, "KEY_PREFIX": prefix, "LOG_LEVEL": "WARNING"})
+        player = ServicePlayer(FlaskTransport(app), 0, options.idempotency_keys)
+        player.new_match(None)
+        for _ in range(200):  # warm-up
+            player.step(None)
+        profiler = Profiler(interval=0.0005)
+        started = time.perf_counter()
+        with profiler:
+            while player.tally.moves < options.moves:
+                player.step(None)
+        elapsed = time.perf_counter() - started
+        print(f"{player.tally.moves} moves in {elapsed:.2f} s in-process: {elapsed / player.tally.moves * 1000:.2f} ms "
+              f"per move (profiler overhead included)")
+        print(profiler.output_text(unicode=True, color=False, show_all=False))
+        if options.redis_url:
+            with redis.Redis.from_url(url) as client:
+                for key in client.scan_iter(match=f"{prefix}*"):
+                    client.delete(key)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=8, help="gunicorn threads per worker")
+    parser.add_argument("--seconds", type=float, default=20)
+    parser.add_argument("--scaling", action="store_true", help="also run the service with 1 worker")
+    parser.add_argument("--idempotency-keys", action="store_true", help="send an Idempotency-Key with every move")
+    parser.add_argument("--max-requests", type=int, help="GUNICORN_MAX_REQUESTS (default: the service's)")
+    parser.add_argument("--gunicorn-args", help="more gunicorn options (GUNICORN_CMD_ARGS), e.g. '--worker-connections 8'")
+    parser.add_argument("--redis-url", help="use this Redis instead of a private redis-server")
+    parser.add_argument("--profile", action="store_true", help="profile the move path in-process instead")
+    parser.add_argument("--moves", type=int, default=3000, help="moves to profile")
+    options = parser.parse_args()
+    if options.profile:
+        profile(options)
+        return
+
+    print(f"{datetime.datetime.now().isoformat(timespec='seconds')}  {machine()}")
+    print(f"{options.clients} clients, {options.workers} worker(s) x {options.threads} threads, "
+          f"{options.seconds:.0f} s measured after {WARMUP_SECONDS:.0f} s of warm-up, load generator on the same machine")
+    with tempfile.TemporaryDirectory() as directory, redis_for_bench(options.redis_url, Path(directory)) as url:
+        prefix = f"bench:{uuid.uuid4().hex}:"
+        try:
+            service = run_service(options, url, prefix, options.workers, Path(directory) / "service")
+            print_result(service)
+            print("\nRedis memory per match (MEMORY USAGE of its keys):")
+            print_memory(memory_per_match(url, prefix))
+            baseline = run_baseline(options, url, f"{prefix}baseline:", Path(directory) / "baseline")
+            print_result(baseline)
+            ratio = service.moves_per_second / baseline.moves_per_second
+            print(f"\nservice / baseline moves/s: {ratio:.0%} (target >= {TARGETS['ratio']:.0%})")
+            if options.scaling:
+                other = 1 if options.workers != 1 else 2
+                second = run_service(options, url, f"{prefix}scaling:", other, Path(directory) / "scaling")
+                print_result(second)
+                one, two = (second, service) if other == 1 else (service, second)
+                print(f"\n2 workers / 1 worker moves/s: {two.moves_per_second / one.moves_per_second:.2f}x "
+                      f"(target >= {TARGETS['scaling']}x)")
+        finally:
+            if options.redis_url:
+                with redis.Redis.from_url(url) as client:
+                    for key in client.scan_iter(match=f"{prefix}*", count=1000):
+                        client.delete(key)
+
+
+if __name__ == "__main__":
+    main()
