@@ -167,3 +167,40 @@ def on_exit(server) -> None:
     """Remove the metrics directory if on_starting made it."""
     if _made_metrics_dir is not None:
         shutil.rmtree(_made_metrics_dir, ignore_errors=True)
+
+
+# Gunicorn answers requests it cannot parse (a request line over its limit, a malformed
+# header) itself, before the app runs, with an HTML page. Clients of this API branch on
+# problem+json codes, so those answers use the same format. Gunicorn has no hook for this;
+# its workers call ``gunicorn.util.write_error``, which the workers inherit replaced from here.
+PROTOCOL_PROBLEMS = {
+    400: ("invalid_request", "the request is not valid HTTP (request line or headers)"),
+    403: ("forbidden", "the request was refused by the HTTP server"),
+    414: ("uri_too_long", "the request line is longer than the server accepts"),
+    417: ("expectation_failed", "the server cannot meet the Expect header"),
+    431: ("headers_too_large", "the request headers are larger than the server accepts"),
+    501: ("not_implemented", "the request uses an HTTP feature the server does not support"),
+}
+
+
+def write_protocol_problem(sock, status_int: int, reason: str, mesg: str) -> None:
+    """Gunicorn's error writer, answering problem+json. The parser's message is not echoed:
+    it can quote the client's request line or headers (tokens among them)."""
+    from gunicorn.util import write_nonblock
+
+    from service.problems import PROBLEM_MIMETYPE, problem_body
+
+    code, detail = PROTOCOL_PROBLEMS.get(status_int, ("internal_error", "the server could not answer"))
+    body = problem_body(status_int, code, reason, detail).encode()
+    head = (f"HTTP/1.1 {status_int} {reason}\r\nConnection: close\r\nContent-Type: {PROBLEM_MIMETYPE}\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n").encode("latin-1")
+    write_nonblock(sock, head + body)
+
+
+def _answer_protocol_errors_as_problems() -> None:
+    import gunicorn.util
+
+    gunicorn.util.write_error = write_protocol_problem
+
+
+_answer_protocol_errors_as_problems()

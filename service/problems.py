@@ -16,6 +16,12 @@ PROBLEM_MIMETYPE = "application/problem+json"
 PROBLEM_TYPE_PREFIX = "urn:ginrummy:problem:"
 
 
+def problem_body(status: int, code: str, title: str, detail: str, **extra: object) -> str:
+    """The JSON text of a problem (see ``problem``); also written by gunicorn's own errors."""
+    return json.dumps({"type": PROBLEM_TYPE_PREFIX + code, "title": title, "status": status,
+                       "detail": detail, "code": code, **extra})
+
+
 def problem(status: int, code: str, title: str, detail: str, **extra: object) -> flask.Response:
     """A problem+json response with HTTP ``status``.
 
@@ -26,15 +32,7 @@ def problem(status: int, code: str, title: str, detail: str, **extra: object) ->
     ``Retry-After`` are set by the caller on the returned response. Works with or without
     an application context.
     """
-    body = {
-        "type": PROBLEM_TYPE_PREFIX + code,
-        "title": title,
-        "status": status,
-        "detail": detail,
-        "code": code,
-        **extra,
-    }
-    return flask.Response(json.dumps(body), status=status, mimetype=PROBLEM_MIMETYPE)
+    return flask.Response(problem_body(status, code, title, detail, **extra), status=status, mimetype=PROBLEM_MIMETYPE)
 
 
 def problem_code(response: flask.Response) -> str | None:

@@ -9,6 +9,7 @@ so that anything slipping past validation would change the game.
 from __future__ import annotations
 
 import http.client
+import socket
 import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -225,3 +226,30 @@ def test_names_in_any_script_with_emoji_are_kept_exactly(module_service: Gunicor
     client.close()
     assert response.status_code == 201, response.text
     assert response.json()["players"][0]["name"] == names[2]
+
+
+@pytest.mark.parametrize(
+    ("request_head", "status", "code"),
+    [
+        (b"GET /v1/games?after=" + b"1" * 6000 + b" HTTP/1.1\r\nHost: x\r\n\r\n", 414, "uri_too_long"),
+        (b"GET /healthz HTTP/1.1\r\nHost: x\r\nIdempotency-Key: a\x01b\r\n\r\n", 400, "invalid_request"),
+        (b"GET /healthz HTTP/1.1\r\nHost: x\r\n" + b"X-Pad: " + b"p" * 9000 + b"\r\n\r\n", 431, "headers_too_large"),
+    ],
+    ids=["request-line-over-limit", "control-character-in-header", "header-over-limit"],
+)
+def test_requests_gunicorn_refuses_before_the_app_are_problems_too(
+    module_service: GunicornServer, request_head: bytes, status: int, code: str
+) -> None:
+    """Gunicorn answers what it cannot parse itself; the answer is still problem+json."""
+    host, port = module_service.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=5) as connection:
+        connection.sendall(request_head)
+        answer = b""
+        while chunk := connection.recv(65536):
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.split(b"\r\n")[0].startswith(f"HTTP/1.1 {status} ".encode())
+    assert f"content-type: {PROBLEM}".encode() in head.lower()
+    problem = json.loads(body)
+    assert (problem["status"], problem["code"]) == (status, code)
+    assert set(problem) == {"type", "title", "status", "detail", "code"}
