@@ -73,13 +73,17 @@ def healthcheck() -> tuple[str, list[str]]:
 def tool(name: str) -> str:
     """An executable installed beside this Python (the venv's bin), else on PATH.
 
-    Fails the test when there is none: every tool used here is a test dependency."""
+    The Python tools are test dependencies, so their absence fails the test. kubectl is the
+    machine's: without it the test is skipped loudly, except under CI=true, where it fails."""
     beside = Path(sys.executable).parent / name
     if beside.is_file() and os.access(beside, os.X_OK):
         return str(beside)
     found = shutil.which(name)
     if found is None:
-        pytest.fail(f"{name} is not installed (pip install -e '.[test]'; kubectl comes with the machine)")
+        reason = f"{name} is not installed (pip install -e '.[test]'; kubectl comes with the machine)"
+        if name == "kubectl" and os.environ.get("CI", "").lower() != "true":
+            pytest.skip(f"KUBECTL MISSING, TEST NOT RUN: {reason}")
+        pytest.fail(reason)
     return found
 
 
