@@ -87,6 +87,12 @@ workers = env_int("WEB_CONCURRENCY", default_workers())
 # threads, and idle keep-alive connections wait in the worker's poller without any thread.
 worker_class = "gthread"
 threads = env_int("GUNICORN_THREADS", 8)
+# A gthread worker keeps accepting while it has connection slots (1,000 by default), and a
+# keep-alive connection stays with the worker that accepted it: one worker ended up serving
+# every client while the others idled (bench/README.md). With as many slots as threads, a
+# busy worker leaves further connections to the others; a connection beyond every worker's
+# slots waits in the listen backlog, as its request would wait for a thread anyway.
+worker_connections = env_int("GUNICORN_WORKER_CONNECTIONS", threads)
 
 # In a gthread worker the heartbeat comes from the main loop, not from request threads, so
 # this only catches a worker whose loop is stuck; it stays well above the 30 s long-poll

@@ -147,7 +147,7 @@ class Games(MethodView):
         responses={201: {"links": _links("$response.body#/game/id", GAME_OPERATIONS)}},
     )
     @blp.arguments(
-        CreateGameRequestSchema,
+        CreateGameRequestSchema(),
         example={"variant": "classic", "players": [{"name": "Ann"}, {"name": "Bob"}], "rules": {"gin_bonus": 25}},
     )
     @blp.response(201, CreatedGameSchema, headers=LOCATION)
@@ -181,7 +181,7 @@ class Games(MethodView):
 @blp.route("/<game_id>", endpoint="game", parameters=[GAME_ID_PARAMETER])
 class Game(MethodView):
     @blp.doc(operationId="getGame", security=PLAYER_OR_PUBLIC)
-    @blp.arguments(ViewHeadersSchema, location="headers")
+    @blp.arguments(ViewHeadersSchema(), location="headers")
     @blp.response(200, GameViewSchema, headers=ETAG)
     @blp.alt_response(304, description="Not modified: the game is still at the version of If-None-Match", headers=ETAG)
     @documents_problems(blp, READ_PROBLEMS)
@@ -202,7 +202,7 @@ class Game(MethodView):
 @blp.route("/<game_id>/events", endpoint="events", parameters=[GAME_ID_PARAMETER])
 class Events(MethodView):
     @blp.doc(operationId="listEvents", security=PLAYER_OR_PUBLIC)
-    @blp.arguments(EventsQuerySchema, location="query")
+    @blp.arguments(EventsQuerySchema(), location="query")
     @blp.response(200, EventsSchema)
     @documents_problems(blp, READ_PROBLEMS)
     def get(self, query, game_id):
@@ -314,8 +314,8 @@ def _action_view(endpoint: ActionEndpoint) -> Callable:
         },
     )(act)
     documented = blp.response(200, GameViewSchema, headers=ETAG, description="Your new view")(documented)
-    documented = blp.arguments(endpoint.schema, required=endpoint.body_required, example=endpoint.example)(documented)
-    documented = blp.arguments(ActionHeadersSchema, location="headers")(documented)
+    documented = blp.arguments(endpoint.schema(), required=endpoint.body_required, example=endpoint.example)(documented)
+    documented = blp.arguments(ActionHeadersSchema(), location="headers")(documented)
     documented = blp.doc(
         operationId=endpoint.operation_id,
         security=PLAYER_ONLY,

@@ -15,7 +15,7 @@ blp = ApiBlueprint("hands", __name__, url_prefix="/v1/hands", description="State
 @blp.route("/analyze", endpoint="analyze")
 class Analyze(MethodView):
     @blp.doc(operationId="analyzeHand", security=[{}])
-    @blp.arguments(AnalyzeRequestSchema, example={"cards": ["As", "2s", "3s", "7d", "7c", "7h", "Td", "Jd", "Qd", "4c"]})
+    @blp.arguments(AnalyzeRequestSchema(), example={"cards": ["As", "2s", "3s", "7d", "7c", "7h", "Td", "Jd", "Qd", "4c"]})
     @blp.response(200, AnalysisSchema)
     @documents_problems(
         blp,
