@@ -9,6 +9,7 @@ environment stops the start with a ValueError that names the variable.
 | HOST, PORT                   | 0.0.0.0, 8000               |
 | WEB_CONCURRENCY              | 2 x usable CPUs + 1, max 8  |
 | GUNICORN_THREADS             | 8                           |
+| GUNICORN_WORKER_CONNECTIONS  | GUNICORN_THREADS            |
 | GUNICORN_TIMEOUT             | 60                          |
 | GUNICORN_GRACEFUL_TIMEOUT    | 30                          |
 | GUNICORN_KEEPALIVE           | 5                           |
