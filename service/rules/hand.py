@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from enum import Enum
 
 from .actions import Discard, Draw, Knock, LayOff, Pass
-from .cards import Card, cards_of, notation
+from .cards import Card, cards_of, mask_of, notation
 from .errors import IllegalMove
 from .melds import arrange, best_layoff, check_arrangement, check_layoffs, deadwood_of
 from .options import Rules
@@ -179,28 +179,28 @@ class Hand:
         return hand, [("knock", seat, {"discard": str(action.discard), **info.as_dict()}, {})], None
 
     def _lay_off(self, seat: int, action: LayOff, rules: Rules):
-        knock = self.knock
         holding = self.holding(seat)
-        may_lay_off = not knock.gin or rules.layoff_on_gin
         if action.is_automatic:
-            melds, layoffs, deadwood = self.automatic_layoff(seat, rules)
+            melds, layoffs, _ = self.automatic_layoff(seat, rules)
         else:
             melds, used = check_arrangement(action.melds or (), holding)
             layoffs = action.layoffs or ()
-            if layoffs and not may_lay_off:
+            if layoffs and not self.may_lay_off(rules):
                 raise IllegalMove("invalid_layoff", "no lay-offs are allowed against gin")
-            laid = check_layoffs(knock.melds, holding & ~used, holding, layoffs)
-            deadwood = deadwood_of(holding & ~used & ~laid)
-        laid_mask = sum(card.bit for card, _ in layoffs)
-        remaining = holding & ~laid_mask & ~sum(c.bit for m in melds for c in m)
+            check_layoffs(self.knock.melds, holding & ~used, holding, layoffs)
+        remaining = holding & ~mask_of(c for meld in melds for c in meld) & ~mask_of(c for c, _ in layoffs)
         public = {"melds": [notation(m) for m in melds], "layoffs": [{"card": str(c), "meld": i} for c, i in layoffs],
-                  "deadwood_cards": notation(cards_of(remaining)), "deadwood": deadwood}
+                  "deadwood_cards": notation(cards_of(remaining)), "deadwood": deadwood_of(remaining)}
         return None, [("layoff", seat, public, {})], self._knock_result(seat, public, rules)
 
+    def may_lay_off(self, rules: Rules) -> bool:
+        """Whether the defender may lay off: not against gin, unless ``layoff_on_gin``."""
+        return not self.knock.gin or rules.layoff_on_gin
+
     def automatic_layoff(self, seat: int, rules: Rules):
-        """The defender's melds and lay-offs leaving the least deadwood (none against gin unless allowed)."""
+        """The defender's melds and lay-offs leaving the least deadwood, and that deadwood."""
         holding = self.holding(seat)
-        if not self.knock.gin or rules.layoff_on_gin:
+        if self.may_lay_off(rules):
             plan = best_layoff(self.knock.melds, cards_of(holding))
             return plan.melds, plan.layoffs, plan.deadwood
         best = arrange(holding)

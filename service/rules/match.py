@@ -55,8 +55,12 @@ class Match:
         return "box" if seat == self.dealer else "captain" if seat == self.captain else "sitter"
 
     def watchers(self, seat: int) -> tuple[int, ...]:
-        """Who may see ``seat``'s cards: the seat itself, and the sitter for the captain."""
-        return (seat, self.sitter) if self.sitter is not None and seat == self.captain else (seat,)
+        """Who may see ``seat``'s secrets: the seat itself and, in a box match, its teammate
+        (the sitter sees the captain's cards, the captain the sitter's advice)."""
+        team = (self.captain, self.sitter)
+        if self.sitter is not None and seat in team:
+            return (seat, team[1 - team.index(seat)])
+        return (seat,)
 
     def _stamp(self, drafts: list[Draft]) -> tuple[Match, list[Event]]:
         events = []
@@ -139,10 +143,7 @@ def _advise(match: Match, seat: int, action: Advise) -> tuple[Match, list[Event]
         raise Forbidden("only the sitter of a box match may advise")
     advice = {"seat": seat, "message": action.message, "action": action.action}
     match = replace(match, advice=match.advice + (advice,), version=match.version + 1)
-    match, events = match._stamp([("advice", seat, {}, {"message": action.message, "action": action.action})])
-    # Advice is about the captain's cards: only the captain and the sitter see it.
-    events[0] = replace(events[0], seen_by=(match.captain, seat))
-    return match, events
+    return match._stamp([("advice", seat, {}, {"message": action.message, "action": action.action})])
 
 
 def _finish_hand(match: Match, outcome: dict) -> tuple[Match, list[Event]]:
