@@ -6,34 +6,17 @@ import http.client
 import json
 import os
 import signal
-import socket
-import subprocess
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.gunicorn_server import GunicornServer
+
 pytestmark = pytest.mark.slow
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-
-# The hook the service's gunicorn configuration needs in multiprocess mode, verbatim.
-GUNICORN_CONF = '''
-from prometheus_client import multiprocess
-
-
-def child_exit(server, worker):
-    multiprocess.mark_process_dead(worker.pid)
-'''
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+PROBE_APP = "tests.observability.observability_probe_app:create_app()"
 
 
 def request(port, method, path, body=None, headers=None):
@@ -47,53 +30,26 @@ def request(port, method, path, body=None, headers=None):
         connection.close()
 
 
-class Gunicorn:
-    def __init__(self, process: subprocess.Popen, port: int, stderr: Path):
-        self.process, self.port, self.stderr = process, port, stderr
-
-    def worker_pids(self) -> set[int]:
-        children = Path(f"/proc/{self.process.pid}/task/{self.process.pid}/children")
-        return {int(pid) for pid in children.read_text().split()}
-
-    def requests_counted(self, path: str) -> float:
-        status, headers, body = request(self.port, "GET", "/metrics")
-        assert status == 200
-        for family in text_string_to_metric_families(body.decode()):
-            for sample in family.samples:
-                if (sample.name == "http_requests_total" and sample.labels["endpoint"] == path
-                        and sample.labels["status"] == "200"):
-                    return sample.value
-        return 0.0
+def requests_counted(server: GunicornServer, path: str) -> float:
+    status, headers, body = request(server.port, "GET", "/metrics")
+    assert status == 200
+    for family in text_string_to_metric_families(body.decode()):
+        for sample in family.samples:
+            if (sample.name == "http_requests_total" and sample.labels["endpoint"] == path
+                    and sample.labels["status"] == "200"):
+                return sample.value
+    return 0.0
 
 
 @pytest.fixture(scope="module")
 def gunicorn(tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("gunicorn")
-    multiproc_dir = workdir / "prometheus"
-    multiproc_dir.mkdir()
-    conf = workdir / "gunicorn_conf.py"
-    conf.write_text(GUNICORN_CONF)
-    stderr = workdir / "stderr.log"
-    port = free_port()
-    env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(multiproc_dir)}
-    with stderr.open("wb") as err:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "-c", str(conf), "--workers", "2",
-             "--bind", f"127.0.0.1:{port}",
-             "--pythonpath", f"{REPO_ROOT},{Path(__file__).parent}",
-             "observability_probe_app:create_app()"],
-            env=env, stdout=subprocess.DEVNULL, stderr=err)
-    server = Gunicorn(process, port, stderr)
+    """The probe app under the service's own gunicorn settings (multiprocess metrics hooks included)."""
+    server = GunicornServer(tmp_path_factory.mktemp("gunicorn"), app=PROBE_APP, workers=2).start()
     try:
-        wait_until(lambda: len(server.worker_pids()) == 2 and healthy(port), "gunicorn start")
+        wait_until(lambda: len(server.worker_pids()) == 2 and healthy(server.port), "gunicorn start")
         yield server
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        server.stop()
 
 
 def healthy(port) -> bool:
@@ -119,7 +75,7 @@ def test_metrics_are_summed_over_workers_and_survive_a_worker_restart(gunicorn):
     assert len(serving_pids) == 2  # both workers answered some
 
     # Whichever worker answers the scrape reports all four requests.
-    assert [gunicorn.requests_counted("/slow") for _ in range(6)] == [4.0] * 6
+    assert [requests_counted(gunicorn, "/slow") for _ in range(6)] == [4.0] * 6
 
     # A worker that exits (max_requests, a crash) leaves its counts behind.
     gone = serving_pids.pop()
@@ -127,17 +83,17 @@ def test_metrics_are_summed_over_workers_and_survive_a_worker_restart(gunicorn):
     wait_until(lambda: gone not in gunicorn.worker_pids() and len(gunicorn.worker_pids()) == 2,
                "the worker to be replaced")
     wait_until(lambda: healthy(gunicorn.port), "the new worker")
-    assert [gunicorn.requests_counted("/slow") for _ in range(6)] == [4.0] * 6
-    assert b"Traceback" not in gunicorn.stderr.read_bytes()
+    assert [requests_counted(gunicorn, "/slow") for _ in range(6)] == [4.0] * 6
+    assert b"Traceback" not in gunicorn.log.read_bytes()
 
 
 def test_request_id_and_access_log_over_http(gunicorn):
     status, headers, _ = request(gunicorn.port, "GET", "/v1/games/g_http",
                                  headers={"X-Request-ID": "http-req-1"})
     assert (status, headers["X-Request-ID"]) == (200, "http-req-1")
-    wait_until(lambda: b'"request_id": "http-req-1"' in gunicorn.stderr.read_bytes(),
+    wait_until(lambda: b'"request_id": "http-req-1"' in gunicorn.log.read_bytes(),
                "the access line")
-    [line] = [json.loads(line) for line in gunicorn.stderr.read_bytes().splitlines()
+    [line] = [json.loads(line) for line in gunicorn.log.read_bytes().splitlines()
               if b'"request_id": "http-req-1"' in line]
     assert (line["route"], line["game_id"], line["status"]) == ("/v1/games/<game_id>", "g_http", 200)
 
