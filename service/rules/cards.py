@@ -1,4 +1,4 @@
-"""Cards, their wire notation and values, bitmask helpers and the shuffled deck (RULES.md "Cards").
+"""Cards, their wire notation and values, bitmask helpers and the shuffled deck (docs/rules.md, "Cards").
 
 A card's index is ``suit * 13 + rank`` (rank 0 = ace … 12 = king), so one suit of a hand's
 52-bit mask is 13 contiguous bits: the solver works on those per-suit masks.
@@ -62,7 +62,9 @@ class Card:
         """The card written as ``text`` (e.g. "Th"). Raises InvalidInput(invalid_card) naming it."""
         card = CARD_BY_TEXT.get(text) if isinstance(text, str) else None
         if card is None:
-            raise InvalidInput("invalid_card", f"{text!r} is not a card: write rank (A23456789TJQK) then suit (cdhs), e.g. 'Th'", field)
+            shown = shown_value(text)
+            raise InvalidInput(f"{shown} is not a card: write rank (A23456789TJQK) then suit (cdhs), e.g. 'Th'",
+                               code="invalid_card", field=field, params={"value": shown})
         return card
 
 
@@ -79,18 +81,34 @@ def parse_card(text: object, field: str | None = None) -> Card:
 def parse_cards(texts: Iterable[object], field: str | None = None) -> tuple[Card, ...]:
     """Parse a list of distinct cards (notation or Card). Raises InvalidInput(invalid_card) on bad or repeated values."""
     if isinstance(texts, (str, bytes)) or not isinstance(texts, Iterable):
-        raise InvalidInput("invalid_request", "expected a list of cards", field)
+        raise InvalidInput("expected a list of cards", code="invalid_request", field=field)
     texts = list(texts)
     try:
         cards = tuple(map(CARD_BY_TEXT.__getitem__, texts))
     except (KeyError, TypeError):
         # Not all plain notation: Card objects, or a bad value that the error must name.
-        cards = tuple(t if isinstance(t, Card) else Card.parse(t, field) for t in texts)
+        cards = tuple(t if isinstance(t, Card) else Card.parse(t, _item(field, n)) for n, t in enumerate(texts))
     if len(set(cards)) != len(cards):
         seen: set[Card] = set()
         repeated = next(c for c in cards if c in seen or seen.add(c))
-        raise InvalidInput("invalid_card", f"card {repeated} appears more than once", field)
+        raise InvalidInput(f"card {repeated} appears more than once", code="invalid_card",
+                           field=_item(field, cards.index(repeated, cards.index(repeated) + 1)),
+                           params={"value": str(repeated)})
     return cards
+
+
+def _item(field: str | None, index: int) -> str | None:
+    return None if field is None else f"{field}.{index}"
+
+
+# A value named in an error is cut to this many characters: a client's text is not echoed whole.
+SHOWN_VALUE_MAX = 20
+
+
+def shown_value(value: object) -> str:
+    """``repr(value)``, cut short, for error messages."""
+    shown = repr(value)
+    return shown if len(shown) <= SHOWN_VALUE_MAX else shown[:SHOWN_VALUE_MAX] + "…"
 
 
 def as_card(card: Card | str) -> Card:

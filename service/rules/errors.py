@@ -1,29 +1,49 @@
-"""Errors by kind: bad input (422), a move the rules forbid now (409), a seat that may never act (403)."""
+"""One error model for the whole service: every refusal is a ``GameError``.
+
+A ``GameError`` carries what a client needs to branch and to explain: an HTTP ``status``
+(fixed per class), a stable ``code``, a ``detail`` for people, the request ``field`` it is
+about (if any) and ``params``, the values a client can put into its own translated message.
+The engine raises the three kinds below; the service layer adds its own subclasses
+(credentials, versions, the store) with the same shape.
+"""
 from __future__ import annotations
 
+from collections.abc import Mapping
 
-class RulesError(Exception):
-    """Base of every error the engine raises; ``code`` is stable for clients to branch on."""
 
+class GameError(Exception):
+    """Base of every refusal. ``status`` and the default ``code`` are class attributes."""
+
+    status = 422
     code = "invalid_request"
 
-    def __init__(self, code: str, detail: str, field: str | None = None):
+    def __init__(self, detail: str, *, code: str | None = None, field: str | None = None,
+                 params: Mapping[str, object] | None = None):
         super().__init__(detail)
-        self.code = code
         self.detail = detail
+        if code is not None:
+            self.code = code
         self.field = field
+        self.params = dict(params or {})
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """HTTP headers the answer must carry (Retry-After, WWW-Authenticate...); none by default."""
+        return {}
 
 
-class InvalidInput(RulesError):
-    """Syntactically or semantically malformed input: unknown card, bad rule option, wrong player count."""
+class InvalidInput(GameError):
+    """Malformed input: an unknown card, a bad rule option, a wrong player count (422)."""
 
 
-class IllegalMove(RulesError):
-    """A well-formed request that the rules forbid in the current state."""
+class IllegalMove(GameError):
+    """A well-formed request that the rules forbid in the current state (409)."""
+
+    status = 409
 
 
-class Forbidden(RulesError):
-    """The seat may never perform this action (the sitter acting, a player advising)."""
+class Forbidden(GameError):
+    """The seat may never do this: the sitter playing, a player advising (403)."""
 
-    def __init__(self, detail: str):
-        super().__init__("forbidden", detail)
+    status = 403
+    code = "forbidden"

@@ -1,21 +1,84 @@
 """A match of hands: seats and roles, who deals, cumulative scores, the end and its bonuses
-(RULES.md "Seats and the deal", "The match").
+(docs/rules.md, "Seats and the deal", "The match").
 
-``apply(match, seat, action)`` is the one way a match changes: it returns a new match with
-its version one higher and the numbered events of the change, or raises and changes nothing.
+``apply(match, seat, action)`` is the one way a player changes a match; ``time_out``,
+``abort`` and the bots go through the same kind of step. Each returns a new match with its
+version one higher and the numbered events of the change, or raises and changes nothing.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from datetime import datetime, timezone
+from enum import Enum
 
-from .actions import Advise
+from .actions import Advise, Resign, TurnAction
 from .cards import cards_of, new_deck, notation
 from .errors import Forbidden, IllegalMove, InvalidInput
-from .events import Event
-from .hand import Draft, Hand, deal
+from .events import Event, EventType
+from .hand import Draft, Hand, HandResult, deal
 from .options import BOX, CLASSIC, SEATS, Rules
 
-MAX_SEED = 2**63 - 1
+# The box sitter's advice is for the captain's current hand; more than this many messages in one
+# hand is not advice any more, and each one is kept with the match.
+ADVICE_PER_HAND = 30
+
+
+class _Current:
+    """The default of ``Match._stamp``'s ``turn``: the match's own seat to act."""
+
+
+CURRENT = _Current()
+
+
+class Status(str, Enum):
+    ACTIVE = "active"
+    FINISHED = "finished"
+    ABORTED = "aborted"
+
+
+class Role(str, Enum):
+    DEALER = "dealer"
+    PLAYER = "player"
+    BOX = "box"
+    CAPTAIN = "captain"
+    SITTER = "sitter"
+
+
+@dataclass(frozen=True)
+class ResultLine:
+    seat: int
+    hand_points: int
+    game_bonus: int = 0
+    line_bonus: int = 0
+    shutout_bonus: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.hand_points + self.game_bonus + self.line_bonus + self.shutout_bonus
+
+    def as_dict(self) -> dict:
+        return {"seat": self.seat, "hand_points": self.hand_points, "game_bonus": self.game_bonus,
+                "line_bonus": self.line_bonus, "shutout_bonus": self.shutout_bonus, "total": self.total}
+
+
+@dataclass(frozen=True)
+class MatchResult:
+    """How a match ended: played out, resigned (``forfeit``) or aborted (no winner)."""
+
+    status: Status
+    winner: int | None
+    players: tuple[ResultLine, ...]
+    forfeit: int | None = None
+
+    def as_dict(self) -> dict:
+        return {"status": self.status.value, "winner": self.winner, "forfeit": self.forfeit,
+                "players": [line.as_dict() for line in self.players]}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> MatchResult:
+        lines = tuple(ResultLine(p["seat"], p["hand_points"], p["game_bonus"], p["line_bonus"], p["shutout_bonus"])
+                      for p in data["players"])
+        return cls(Status(data.get("status", Status.FINISHED.value)), data["winner"], lines, data.get("forfeit"))
 
 
 @dataclass(frozen=True)
@@ -23,7 +86,7 @@ class Match:
     variant: str
     rules: Rules
     names: tuple[str, ...]
-    seed: int | None
+    seed: str | None  # what the decks are drawn from; None: the OS's unpredictable source
     scores: tuple[int, ...]
     hands_won: tuple[int, ...]
     dealer: int  # classic: this hand's dealer; box: the box player, who always deals
@@ -31,11 +94,13 @@ class Match:
     sitter: int | None = None  # box only: sees the captain's hand and may advise
     deals: int = 0  # deals so far, redeals after dead hands included: the number of the current hand
     hand: Hand | None = None
-    last_hand: dict | None = None
-    result: dict | None = None
+    last_hand: HandResult | None = None
+    result: MatchResult | None = None
     advice: tuple[dict, ...] = ()
     version: int = 1
     event_count: int = 0
+    bots: tuple[str | None, ...] = ()  # per seat: the bot's level, None for a person
+    timeouts: tuple[int, ...] = ()  # per seat: moves the service played after a missed deadline
 
     @property
     def seat_count(self) -> int:
@@ -46,13 +111,25 @@ class Match:
         return self.result is not None
 
     @property
+    def status(self) -> Status:
+        return Status.ACTIVE if self.result is None else self.result.status
+
+    @property
     def opponent_of_dealer(self) -> int:
         return self.captain if self.variant == BOX else 1 - self.dealer
 
-    def role(self, seat: int) -> str:
+    @property
+    def turn(self) -> int | None:
+        """The seat that must act now, or None once the match is over."""
+        return None if self.hand is None else self.hand.turn
+
+    def is_bot(self, seat: int) -> bool:
+        return self.bots[seat] is not None
+
+    def role(self, seat: int) -> Role:
         if self.variant == CLASSIC:
-            return "dealer" if seat == self.dealer else "player"
-        return "box" if seat == self.dealer else "captain" if seat == self.captain else "sitter"
+            return Role.DEALER if seat == self.dealer else Role.PLAYER
+        return Role.BOX if seat == self.dealer else Role.CAPTAIN if seat == self.captain else Role.SITTER
 
     def watchers(self, seat: int) -> tuple[int, ...]:
         """Who may see ``seat``'s secrets: the seat itself and, in a box match, its teammate
@@ -62,30 +139,44 @@ class Match:
             return (seat, team[1 - team.index(seat)])
         return (seat,)
 
-    def _stamp(self, drafts: list[Draft]) -> tuple[Match, list[Event]]:
+    def _stamp(self, drafts: list[Draft], bot: bool = False, turn: int | None | _Current = CURRENT) -> tuple[Match, list[Event]]:
+        """Number ``drafts`` as events. Each says whose turn it is once this step is complete
+        (``turn``, by default the seat to act in this match), so ``_stamp`` is called on the
+        match as it stands after the step."""
+        turn = self.turn if isinstance(turn, _Current) else turn
         events = []
         for n, (kind, seat, public, secret) in enumerate(drafts, start=self.event_count + 1):
             seen_by = self.watchers(seat) if secret and seat is not None else ()
-            events.append(Event(n, kind, seat, self.deals or None, public, secret, seen_by))
+            events.append(Event(n, EventType(kind), seat, self.deals or None, public, secret, seen_by, turn, bot))
         return replace(self, event_count=self.event_count + len(drafts)), events
 
 
-def new_match(variant: str, names: list[str], rules: Rules, seed: int | None = None) -> tuple[Match, list[Event]]:
-    """Cut for the deal and deal the first hand. Raises InvalidInput for a wrong player count or seed."""
-    if len(names) != SEATS[variant]:
-        raise InvalidInput("invalid_request", f"a {variant} match has {SEATS[variant]} players, not {len(names)}", "players")
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED):
-        raise InvalidInput("invalid_request", f"seed must be an integer from 0 to {MAX_SEED}", "seed")
-    order, drafts = _cut(len(names), seed)
-    seats = len(names)
+def new_match(variant: str, names: list[str], rules: Rules, seed: str | int | None = None,
+              bots: list[str | None] | None = None, now: float | None = None) -> tuple[Match, list[Event]]:
+    """Cut for the deal and deal the first hand.
+
+    ``seed`` makes every shuffle of the match reproducible; ``bots`` gives each seat's bot level
+    (None for a person); ``now`` (epoch seconds) starts the first turn's clock when the rules
+    have ``turn_seconds``. Raises InvalidInput for a wrong player count.
+    """
+    seats = SEATS[variant]
+    if len(names) != seats:
+        raise InvalidInput(f"a {variant} match has {seats} players, not {len(names)}", field="players",
+                           params={"seats": seats})
+    bots = tuple(bots) if bots is not None else (None,) * seats
+    seed = None if seed is None else str(seed)
+    order, cut_drafts = _cut(seats, seed)
     match = Match(variant, rules, tuple(names), seed, (0,) * seats, (0,) * seats, dealer=order[0],
-                  captain=order[1] if variant == BOX else None, sitter=order[2] if variant == BOX else None)
-    match, events = match._stamp(drafts)
-    match, dealt = _deal_next(match)
-    return match, events + dealt
+                  captain=order[1] if variant == BOX else None, sitter=order[2] if variant == BOX else None,
+                  bots=bots, timeouts=(0,) * seats)
+    dealt, deal_drafts = _deal_next(match, now)
+    # The cut comes before any hand (no hand number) and announces the first turn.
+    match, events = match._stamp(cut_drafts, turn=dealt.turn)
+    dealt, more = replace(dealt, event_count=match.event_count)._stamp(deal_drafts)
+    return dealt, events + more
 
 
-def _cut(seats: int, seed: int | None) -> tuple[list[int], list[Draft]]:
+def _cut(seats: int, seed: str | None) -> tuple[list[int], list[Draft]]:
     """Seats from the highest cut card down; equal ranks cut again (every cut is recorded)."""
     drafts: list[Draft] = []
     attempt = 0
@@ -94,77 +185,174 @@ def _cut(seats: int, seed: int | None) -> tuple[list[int], list[Draft]]:
         cut = new_deck(seed, f"cut:{attempt}")[:seats]
         ranks = [c.rank for c in cut]
         decided = len(set(ranks)) == seats
-        drafts.append(("cut", None, {"cards": {str(s): str(c) for s, c in enumerate(cut)}, "decided": decided}, {}))
+        drafts.append(("cut", None, {"cards": notation(cut), "decided": decided}, {}))
         if decided:
             return sorted(range(seats), key=lambda s: -ranks[s]), drafts
 
 
-def _deal_next(match: Match) -> tuple[Match, list[Event]]:
+def _deal_next(match: Match, now: float | None) -> tuple[Match, list[Draft]]:
+    """The match with the next hand dealt, and the drafts of the deal (not yet numbered)."""
     number = match.deals + 1
     deck = new_deck(match.seed, f"deal:{number}")
-    non_dealer = match.opponent_of_dealer
-    hand = deal(number, match.dealer, non_dealer, deck)
-    match = replace(match, deals=number, hand=hand, advice=())
-    roles = {str(s): match.role(s) for s in range(match.seat_count)}
+    hand = deal(number, match.dealer, match.opponent_of_dealer, deck)
+    match = replace(match, deals=number, hand=_clocked(hand, match.rules, now), advice=())
+    roles = [match.role(s).value for s in range(match.seat_count)]
     drafts: list[Draft] = [("deal", None, {"number": number, "dealer": match.dealer, "roles": roles,
                                            "upcard": str(hand.pile[-1]), "stock_count": len(hand.stock)},
                             {"deck": notation(deck)})]
     # The deck is stored for audit and replay but shown to nobody: a draft without a seat.
     drafts += [("dealt", seat, {}, {"cards": notation(cards_of(hand.holding(seat)))}) for seat in hand.seats]
-    return match._stamp(drafts)
+    return match, drafts
 
 
+def _clocked(hand: Hand, rules: Rules, now: float | None) -> Hand:
+    """``hand`` with the deadline of the seat to act started at ``now`` (when turns are timed)."""
+    if rules.turn_seconds is None or now is None:
+        return hand
+    return replace(hand, deadline=now + rules.turn_seconds)
 
 
-def apply(match: Match, seat: int, action) -> tuple[Match, list[Event]]:
-    """Apply one seat's action. Raises IllegalMove (game_finished, not_your_turn, ...),
-    Forbidden (the sitter playing, anyone else advising) or InvalidInput; changes nothing then."""
+def apply(match: Match, seat: int, action, *, now: float | None = None, bot: bool = False) -> tuple[Match, list[Event]]:
+    """Apply one seat's action (``bot``: a computer chose it). ``now`` (epoch seconds) starts
+    the next turn's clock when the rules time turns.
+
+    Raises IllegalMove (game_finished, not_your_turn, ...), Forbidden (the sitter playing,
+    anyone else advising) or InvalidInput; changes nothing then.
+    """
     if match.is_finished:
-        raise IllegalMove("game_finished", "the match is over")
+        raise IllegalMove("the match is over", code="game_finished", params={"status": match.status.value})
     if not (isinstance(seat, int) and 0 <= seat < match.seat_count):
-        raise Forbidden(f"seat {seat!r} is not in this match")
+        raise Forbidden(f"seat {seat!r} is not in this match", params={"seat": seat})
+    if isinstance(action, Resign):
+        return resign(match, seat)
     if isinstance(action, Advise):
-        return _advise(match, seat, action)
+        return _advise(match, seat, action, bot)
+    check_turn(match, seat, action)
+    return _play(match, seat, action, now, bot)
+
+
+def check_turn(match: Match, seat: int, action: TurnAction) -> None:
+    """Raise what ``apply`` would raise before looking at the action's cards: the match is over,
+    the seat may not play (the sitter), it is not the seat's turn, or the phase does not allow
+    this kind of action."""
+    if match.is_finished:
+        raise IllegalMove("the match is over", code="game_finished", params={"status": match.status.value})
     if seat == match.sitter:
-        raise Forbidden("the sitter may see the captain's hand and advise, but only the captain plays")
+        raise Forbidden("the sitter may see the captain's hand and advise, but only the captain plays",
+                        params={"role": Role.SITTER.value})
     hand = match.hand
     if seat != hand.turn:
-        raise IllegalMove("not_your_turn", f"it is seat {hand.turn}'s turn")
-    next_hand, drafts, outcome = hand.apply(seat, action, match.rules)
-    match, events = replace(match, hand=next_hand, version=match.version + 1)._stamp(drafts)
+        raise IllegalMove(f"it is seat {hand.turn}'s turn", code="not_your_turn", params={"turn": hand.turn})
+    hand.check_phase(action)
+
+
+def _play(match: Match, seat: int, action: TurnAction, now: float | None, bot: bool) -> tuple[Match, list[Event]]:
+    next_hand, drafts, outcome = match.hand.apply(seat, action, match.rules)
+    if next_hand is not None and next_hand.turn != seat:
+        next_hand = _clocked(next_hand, match.rules, now)
+    match, events = replace(match, hand=next_hand, version=match.version + 1)._stamp(drafts, bot)
     if outcome is not None:
-        match, more = _finish_hand(match, outcome)
-        events += more
+        match, more = _finish_hand(match, outcome, now)
+        events = _with_turn(events, match.turn) + more
     return match, events
 
 
-def _advise(match: Match, seat: int, action: Advise) -> tuple[Match, list[Event]]:
+def _with_turn(events: list[Event], turn: int | None) -> list[Event]:
+    """Events of a step that ended a hand: the turn they announce is the next hand's."""
+    return [replace(event, turn=turn) for event in events]
+
+
+def is_due(match: Match, now: float) -> bool:
+    """Whether the seat to act, a person, has let its turn's deadline pass."""
+    hand = match.hand
+    return (hand is not None and hand.deadline is not None and hand.deadline <= now
+            and not match.is_bot(hand.turn))
+
+
+def time_out(match: Match, now: float) -> tuple[Match, list[Event]]:
+    """Record that the seat to act missed its deadline (its move is then played for it).
+
+    Raises IllegalMove(wrong_phase) when nothing is due."""
+    if match.is_finished or not is_due(match, now):
+        raise IllegalMove("no deadline has passed", code="wrong_phase")
+    seat, deadline = match.hand.turn, match.hand.deadline
+    timeouts = list(match.timeouts)
+    timeouts[seat] += 1
+    match = replace(match, timeouts=tuple(timeouts), version=match.version + 1)
+    return match._stamp([("timeout", seat, {"deadline": iso_time(deadline), "timeouts": timeouts[seat]}, {})])
+
+
+def iso_time(epoch_seconds: float) -> str:
+    """An epoch time as ISO 8601 UTC, to the second (``2026-12-01T10:00:00Z``)."""
+    return datetime.fromtimestamp(int(epoch_seconds), timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _advise(match: Match, seat: int, action: Advise, bot: bool) -> tuple[Match, list[Event]]:
     if match.variant != BOX or seat != match.sitter:
-        raise Forbidden("only the sitter of a box match may advise")
-    advice = {"seat": seat, "message": action.message, "action": action.action}
+        raise Forbidden("only the sitter of a box match may advise", params={"role": match.role(seat).value})
+    if len(match.advice) >= ADVICE_PER_HAND:
+        raise IllegalMove(f"at most {ADVICE_PER_HAND} pieces of advice per hand", code="advice_limit_reached",
+                          params={"limit": ADVICE_PER_HAND})
+    suggested = None if action.action is None else action.action.to_json()
+    advice = {"seat": seat, "message": action.message, "action": suggested}
     match = replace(match, advice=match.advice + (advice,), version=match.version + 1)
-    return match._stamp([("advice", seat, {}, {"message": action.message, "action": action.action})])
+    return match._stamp([("advice", seat, {}, {"message": action.message, "action": suggested})], bot)
 
 
-def _finish_hand(match: Match, outcome: dict) -> tuple[Match, list[Event]]:
-    winner, points = outcome["winner"], outcome["points"]
+def resign(match: Match, seat: int) -> tuple[Match, list[Event]]:
+    """``seat`` gives up: the match ends at once, totals as they stand and no bonuses; the winner
+    is the other player (classic) or the remaining player with the highest total (box; ties go to
+    the one who won more hands, then the lower seat)."""
+    others = [s for s in range(match.seat_count) if s != seat]
+    winner = max(others, key=lambda s: (match.scores[s], match.hands_won[s], -s))
+    result = MatchResult(Status.FINISHED, winner, _standing(match), forfeit=seat)
+    return _end(match, result, [("resign", seat, {}, {})])
+
+
+def note_rematch(match: Match, game_id: str) -> tuple[Match, list[Event]]:
+    """Record in a finished match that its rematch is ``game_id``."""
+    match = replace(match, version=match.version + 1)
+    return match._stamp([("rematch", None, {"game_id": game_id}, {})])
+
+
+def abort(match: Match) -> tuple[Match, list[Event]]:
+    """The match ends with no winner (the integrator that created it called it off).
+
+    Raises IllegalMove(game_finished) when it is already over."""
+    if match.is_finished:
+        raise IllegalMove("the match is over", code="game_finished", params={"status": match.status.value})
+    return _end(match, MatchResult(Status.ABORTED, None, _standing(match)), [("abort", None, {}, {})])
+
+
+def _standing(match: Match) -> tuple[ResultLine, ...]:
+    return tuple(ResultLine(seat, match.scores[seat]) for seat in range(match.seat_count))
+
+
+def _end(match: Match, result: MatchResult, drafts: list[Draft]) -> tuple[Match, list[Event]]:
+    match = replace(match, result=result, hand=None, advice=(), version=match.version + 1)
+    return match._stamp(drafts + [("match_finished", None, result.as_dict(), {})])
+
+
+def _finish_hand(match: Match, outcome: HandResult, now: float | None) -> tuple[Match, list[Event]]:
+    winner, points = outcome.winner, outcome.points
     scores, won = list(match.scores), list(match.hands_won)
     if winner is not None:
         scores[winner] += points
         won[winner] += 1
     match = replace(match, scores=tuple(scores), hands_won=tuple(won), last_hand=outcome, hand=None, advice=())
-    match, events = match._stamp([("hand_scored", None, outcome, {})])
+    scored: Draft = ("hand_scored", None, outcome.as_dict(), {})
     if winner is not None and scores[winner] >= match.rules.target_score:
         result = _final_result(match, winner)
-        match, finished = replace(match, result=result)._stamp([("match_finished", None, result, {})])
-        return match, events + finished
-    match = _rotate(match, winner)
-    match, dealt = _deal_next(match)
-    return match, events + dealt
+        return replace(match, result=result)._stamp([scored, ("match_finished", None, result.as_dict(), {})])
+    dealt, deal_drafts = _deal_next(_rotate(match, winner), now)
+    # The score belongs to the hand that ended, and announces the new hand's first turn.
+    match, events = match._stamp([scored], turn=dealt.turn)
+    dealt, more = replace(dealt, event_count=match.event_count)._stamp(deal_drafts)
+    return dealt, events + more
 
 
 def _rotate(match: Match, winner: int | None) -> Match:
-    """Who deals next: classic, the winner (dead hand: the same dealer); box, per RULES.md."""
+    """Who deals next: classic, the winner (dead hand: the same dealer); box, as the rules say."""
     if winner is None:
         return match
     if match.variant == CLASSIC:
@@ -174,14 +362,12 @@ def _rotate(match: Match, winner: int | None) -> Match:
     return replace(match, dealer=match.captain, captain=match.sitter, sitter=match.dealer)
 
 
-def _final_result(match: Match, winner: int) -> dict:
+def _final_result(match: Match, winner: int) -> MatchResult:
     rules = match.rules
     shutout = all(won == 0 for seat, won in enumerate(match.hands_won) if seat != winner)
-    players = []
-    for seat in range(match.seat_count):
-        bonuses = {"game_bonus": rules.game_bonus if seat == winner else 0,
-                   "line_bonus": rules.line_bonus * match.hands_won[seat],
-                   "shutout_bonus": rules.shutout_bonus if seat == winner and shutout else 0}
-        players.append({"seat": seat, "hand_points": match.scores[seat], **bonuses,
-                        "total": match.scores[seat] + sum(bonuses.values())})
-    return {"winner": winner, "players": players}
+    lines = tuple(ResultLine(seat, match.scores[seat],
+                             game_bonus=rules.game_bonus if seat == winner else 0,
+                             line_bonus=rules.line_bonus * match.hands_won[seat],
+                             shutout_bonus=rules.shutout_bonus if seat == winner and shutout else 0)
+                  for seat in range(match.seat_count))
+    return MatchResult(Status.FINISHED, winner, lines)

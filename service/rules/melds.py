@@ -1,4 +1,4 @@
-"""Melds, the exact minimum-deadwood solver, the lay-off solver and arrangement checks (RULES.md "Melds", "Lay-off").
+"""Melds, the exact minimum-deadwood solver, the lay-off solver and arrangement checks (docs/rules.md, "Melds and deadwood", "The lay-off step").
 
 How the solver stays exact and fast: runs never cross suits, so for every 13-bit suit mask a
 table built once at import holds the least deadwood that runs alone leave in that suit
@@ -52,6 +52,8 @@ def _build_suit_tables():
 
 
 _SUIT_DEAD, _SUIT_RUNS, _DISCARD_GAIN, _DISCARD_RANK = _build_suit_tables()
+# Runs of one suit's table are disjoint, so their sum is their union.
+_SUIT_MELDED = [sum(runs) for runs in _SUIT_RUNS]
 
 
 def _build_set_options():
@@ -88,8 +90,7 @@ def _build_suit_layouts():
     """Per suit and suit mask: the table's runs as cards, and the cards they leave loose."""
     def cards(suit: int, mask: int) -> tuple[Card, ...]:
         return tuple(CARDS[RANK_COUNT * suit + r] for r in range(RANK_COUNT) if mask >> r & 1)
-    # Runs of one suit's table are disjoint, so their sum is their union.
-    return [[(tuple(cards(suit, run) for run in _SUIT_RUNS[m]), cards(suit, m ^ sum(_SUIT_RUNS[m])))
+    return [[(tuple(cards(suit, run) for run in _SUIT_RUNS[m]), cards(suit, m ^ _SUIT_MELDED[m]))
              for m in range(1 << RANK_COUNT)] for suit in range(SUIT_COUNT)]
 
 
@@ -130,6 +131,15 @@ def min_deadwood_mask(mask: int) -> tuple[int, int]:
             if not deadwood:
                 break
     return best, best_sets
+
+
+def melded_mask(mask: int) -> tuple[int, int]:
+    """Minimum deadwood of the cards in ``mask`` and the mask of the cards in melds that achieve it."""
+    deadwood, sets = min_deadwood_mask(mask)
+    left, melded = mask ^ sets, _SUIT_MELDED
+    runs = (melded[left & SUIT_BITS] | melded[left >> 13 & SUIT_BITS] << 13 | melded[left >> 26 & SUIT_BITS] << 26
+            | melded[left >> 39] << 39)
+    return deadwood, sets | runs
 
 
 def _gain_without(suit_mask: int, forbidden_rank: int) -> tuple[int, int]:
@@ -237,7 +247,7 @@ def arrange_with_discard(mask: int, forbidden: int = -1) -> Arrangement:
     """The best discard from ``mask`` (not ``forbidden``) and an optimal arrangement of the rest."""
     deadwood, card, sets = best_discard_mask(mask, forbidden)
     if card < 0:
-        raise InvalidInput("invalid_request", "there is no card that may be discarded")
+        raise InvalidInput("there is no card that may be discarded", code="invalid_request")
     return _arrangement(mask & ~(1 << card), sets, deadwood, CARDS[card])
 
 
@@ -301,13 +311,16 @@ def check_arrangement(melds: Iterable[Sequence[Card]], hand_mask: int) -> tuple[
     for number, meld in enumerate(melds):
         for card in meld:
             if not hand_mask >> card.index & 1:
-                raise IllegalMove("card_not_in_hand", f"meld {number}: {card} is not in the hand")
+                raise IllegalMove(f"meld {number}: {card} is not in the hand", code="card_not_in_hand",
+                                  params={"card": str(card), "meld": number})
             if used >> card.index & 1:
-                raise IllegalMove("invalid_melds", f"meld {number}: {card} is already in another meld")
+                raise IllegalMove(f"meld {number}: {card} is already in another meld", code="invalid_melds",
+                                  params={"card": str(card), "meld": number, "reason": "card_used_twice"})
             used |= card.bit
         if not is_meld(meld):
             shown = " ".join(str(c) for c in meld)
-            raise IllegalMove("invalid_melds", f"meld {number} ({shown}) is neither a set of 3-4 of a rank nor a run of 3+ consecutive cards of a suit (ace low)")
+            raise IllegalMove(f"meld {number} ({shown}) is neither a set of 3-4 of a rank nor a run of 3+ consecutive cards of a suit (ace low)",
+                              code="invalid_melds", params={"meld": number, "cards": [str(c) for c in meld], "reason": "not_a_meld"})
         checked.append(sort_meld(meld))
     return tuple(checked), used
 
@@ -408,13 +421,17 @@ def check_layoffs(knocker_melds: Sequence[Sequence[Card]], available_mask: int, 
     laid = 0
     for number, (card, index) in enumerate(layoffs):
         if not holding_mask & card.bit:
-            raise IllegalMove("card_not_in_hand", f"layoffs[{number}]: {card} is not in your hand")
+            raise IllegalMove(f"layoffs[{number}]: {card} is not in your hand", code="card_not_in_hand",
+                              params={"card": str(card), "layoff": number})
         if not available_mask & card.bit or laid & card.bit:
-            raise IllegalMove("invalid_layoff", f"layoffs[{number}]: {card} is already in one of your melds or laid off")
+            raise IllegalMove(f"layoffs[{number}]: {card} is already in one of your melds or laid off", code="invalid_layoff",
+                              params={"card": str(card), "layoff": number, "reason": "card_used"})
         if not 0 <= index < len(extended):
-            raise IllegalMove("invalid_layoff", f"layoffs[{number}]: the knocker has no meld {index}")
+            raise IllegalMove(f"layoffs[{number}]: the knocker has no meld {index}", code="invalid_layoff",
+                              params={"card": str(card), "layoff": number, "meld": index, "reason": "no_such_meld"})
         if not fits(extended[index], card):
-            raise IllegalMove("invalid_layoff", f"layoffs[{number}]: {card} does not extend meld {index}")
+            raise IllegalMove(f"layoffs[{number}]: {card} does not extend meld {index}", code="invalid_layoff",
+                              params={"card": str(card), "layoff": number, "meld": index, "reason": "does_not_fit"})
         extended[index].append(card)
         laid |= card.bit
     return laid

@@ -1,27 +1,28 @@
-"""What one viewer may see (RULES.md "Invariants": no view reveals the stock order or a hand
-to anyone who may not see it). Hidden information is decided here and nowhere else.
+"""What one viewer may see (docs/rules.md, "What stays hidden": no view reveals the stock order
+or a hand to anyone who may not see it). Hidden information is decided here and nowhere else.
 """
 from __future__ import annotations
 
 from .cards import cards_of, notation
-from .hand import PHASE_ACTIONS, Hand, Phase
-from .match import Match
-from .melds import arrange, arrange_with_discard
-from .options import Rules
+from .hand import Hand, Phase
+from .match import Match, Role, iso_time
+from .options import BOX, Rules
 
 
 def view_for(match: Match, viewer: int | None) -> dict:
-    """API.md's view for ``viewer`` (a seat, or None for the public), without the game id."""
+    """The view of ``match`` for ``viewer`` (a seat, or None for the public), without the game id."""
     view = {
         "version": match.version,
         "variant": match.variant,
-        "status": "finished" if match.is_finished else "active",
+        "status": match.status.value,
+        "seeded": match.seed is not None,
         "rules": match.rules.as_dict(),
         "players": [{"seat": s, "name": match.names[s], "score": match.scores[s], "hands_won": match.hands_won[s],
-                     "role": match.role(s), "bot": False} for s in range(match.seat_count)],
+                     "role": match.role(s).value, "bot": match.is_bot(s), "level": match.bots[s],
+                     "timeouts": match.timeouts[s]} for s in range(match.seat_count)],
         "hand": _public_hand(match.hand),
-        "last_hand": match.last_hand,
-        "result": match.result,
+        "last_hand": match.last_hand.as_dict() if match.last_hand else None,
+        "result": match.result.as_dict() if match.result else None,
     }
     if viewer is not None:
         view["you"] = _you(match, viewer)
@@ -36,6 +37,7 @@ def _public_hand(hand: Hand | None) -> dict | None:
         "phase": hand.phase.value, "turn": hand.turn, "stock_count": len(hand.stock),
         "discard_top": str(hand.pile[-1]) if hand.pile else None, "discard_pile": notation(hand.pile),
         "hand_sizes": {str(s): hand.holding(s).bit_count() for s in hand.seats},
+        "deadline": None if hand.deadline is None else iso_time(hand.deadline),
     }
     if hand.knock is not None:
         public["knock"] = hand.knock.as_dict()
@@ -43,18 +45,17 @@ def _public_hand(hand: Hand | None) -> dict | None:
 
 
 def _you(match: Match, viewer: int) -> dict:
-    you = {"seat": viewer, "role": match.role(viewer)}
+    role = match.role(viewer)
+    you = {"seat": viewer, "role": role.value}
     hand = match.hand
     if hand is None or viewer not in hand.seats:
         you.update(_no_cards())
     else:
         you.update(player_view(hand, viewer, match.rules))
-    if match.variant == "box" and viewer in (match.captain, match.sitter):
-        you["advice"] = list(match.advice)
-        if viewer == match.sitter and hand is not None:
-            you["partner"] = {"seat": match.captain, **player_view(hand, match.captain, match.rules)}
-    else:
-        you["advice"] = []
+    teammates = match.variant == BOX and role in (Role.CAPTAIN, Role.SITTER)
+    you["advice"] = list(match.advice) if teammates else []
+    if role is Role.SITTER and hand is not None:
+        you["partner"] = {"seat": match.captain, **player_view(hand, match.captain, match.rules)}
     return you
 
 
@@ -65,21 +66,18 @@ def _no_cards() -> dict:
 
 def player_view(hand: Hand, seat: int, rules: Rules) -> dict:
     """One active seat's cards, their best arrangement and what the seat may do now."""
-    mask = hand.holding(seat)
     to_move = hand.turn == seat
-    if to_move and hand.phase is Phase.DISCARD:
-        best = arrange_with_discard(mask, hand.forbidden_discard())
-    else:
-        best = arrange(mask)
-    can_knock = to_move and hand.phase is Phase.DISCARD and best.deadwood <= rules.knock_limit
-    actions = [a for a in PHASE_ACTIONS[hand.phase] if a != "knock" or can_knock] if to_move else []
-    view = {"hand": notation(cards_of(mask)), "deadwood": best.deadwood, "melds": [notation(m) for m in best.melds],
-            "deadwood_cards": notation(best.deadwood_cards), "can_knock": can_knock, "legal_actions": actions,
-            "draw_sources": list(hand.draw_sources()) if to_move else []}
+    best = hand.arrangement(seat)
+    view = {"hand": notation(cards_of(hand.holding(seat))), "deadwood": best.deadwood,
+            "melds": [notation(m) for m in best.melds], "deadwood_cards": notation(best.deadwood_cards),
+            "can_knock": to_move and hand.can_knock(rules),
+            "legal_actions": [kind.value for kind in hand.legal_types(rules)] if to_move else [],
+            "draw_sources": [source.value for source in hand.draw_sources()] if to_move else []}
     if best.best_discard is not None:
         view["best_discard"] = str(best.best_discard)
     if to_move and hand.phase is Phase.LAYOFF:
         melds, layoffs, deadwood = hand.automatic_layoff(seat, rules)
         view["best_layoff"] = {"melds": [notation(m) for m in melds],
                                "layoffs": [{"card": str(c), "meld": i} for c, i in layoffs], "deadwood": deadwood}
+        view["layoff_targets"] = hand.layoff_targets(seat, rules)
     return view

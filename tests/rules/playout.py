@@ -1,5 +1,5 @@
 """Seeded random playouts: a policy that plays legal moves (and tries illegal ones), and the
-invariants of RULES.md checked after every step."""
+invariants of docs/rules.md checked after every step."""
 from __future__ import annotations
 
 import random

@@ -1,6 +1,6 @@
 """A brute-force Gin Rummy solver that checks the engine's fast one (service/rules/melds.py).
 
-Written from RULES.md alone and on purpose slow and literal: it shares no code or card
+Written from docs/rules.md alone and on purpose slow and literal: it shares no code or card
 representation with the engine. Cards are their wire notation ("Th"). Every meld contained
 in a hand is listed, every collection of pairwise-disjoint melds is tried, every discard is
 tried, and every sequence of legal lay-offs is simulated card by card on the knocker's melds

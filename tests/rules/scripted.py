@@ -17,8 +17,9 @@ from dataclasses import replace
 
 import pytest
 
-from service.rules import (CARDS, Card, Discard, Draw, Event, Knock, LayOff, Match, Pass, RulesError, apply,
-                           hint_for, new_match, parse_card, rules_for, view_for)
+from service import bots
+from service.rules import (CARDS, Card, Discard, Draw, Event, GameError, Knock, LayOff, Match, apply, new_match, observe,
+                           parse_card, rules_for, view_for)
 from service.rules.hand import deal
 
 NAMES = {"classic": ["ann", "bob"], "box": ["ann", "bob", "cyd"]}
@@ -78,9 +79,9 @@ def play(match: Match, *moves: tuple[int, object]) -> tuple[Match, list[Event]]:
     return match, events
 
 
-def refusal(match: Match, seat: int, action) -> RulesError:
+def refusal(match: Match, seat: int, action) -> GameError:
     """The error ``apply`` raises for this move; fails the test if the move is accepted."""
-    with pytest.raises(RulesError) as caught:
+    with pytest.raises(GameError) as caught:
         apply(match, seat, action)
     return caught.value
 
@@ -123,24 +124,11 @@ def cards_shown(document) -> set[Card]:
     return {parse_card(text) for text in CARD_TOKEN.findall(json.dumps(document))}
 
 
-def action_from(suggestion: dict):
-    """The action a hint suggests, as the engine's action object."""
-    kind = suggestion["type"]
-    if kind == "draw":
-        return Draw(suggestion["source"])
-    if kind == "pass":
-        return Pass()
-    if kind == "discard":
-        return Discard(card(suggestion["card"]))
-    if kind == "knock":
-        return Knock(card(suggestion["discard"]))
-    return LayOff()
-
-
 def hinted_move(match: Match) -> tuple[int, object]:
-    """The move the engine's hint suggests to the seat to move: legal, and greedy enough to end matches."""
+    """The standard bot's move for the seat to move (the one the hint suggests): legal, and
+    good enough to end matches. In a box match the captain plays what the sitter would advise."""
     seat = match.hand.turn
-    return seat, action_from(hint_for(match, seat)["action"])
+    return seat, bots.choose(bots.Level.STANDARD, observe(match, seat))
 
 
 def playout(variant: str, seed: int, rules: dict | None = None, on_step=None, max_moves: int = 5000):

@@ -23,5 +23,5 @@ def test_random_matches_keep_every_invariant_and_end(variant, first_seed):
         assert list(match.scores) == expected
         assert sum(1 for r in results if r["winner"] is not None) == sum(match.hands_won)
         assert max(match.scores) >= match.rules.target_score
-        assert match.result["winner"] == match.scores.index(max(match.scores))
+        assert match.result.as_dict()["winner"] == match.scores.index(max(match.scores))
         assert decode(encode(match)) == match

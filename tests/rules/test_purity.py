@@ -1,4 +1,4 @@
-"""STYLE.md: the rules engine is pure, so service/rules imports nothing outside the standard library."""
+"""docs/architecture.md: the rules engine is pure, so service/rules imports nothing outside the standard library."""
 from __future__ import annotations
 
 import ast

@@ -1,4 +1,4 @@
-"""RULES.md "Cards" and "Melds", one test per rule."""
+"""docs/rules.md, "Cards" and "Melds and deadwood", one test per rule."""
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,4 @@
-"""RULES.md "Seats and the deal" (the deal itself) and "A hand, turn by turn", one test per rule."""
+"""docs/rules.md, "Seats, the cut and the dealer" (the deal itself) and "A hand, turn by turn", one test per rule."""
 from __future__ import annotations
 
 import pytest
@@ -152,9 +152,9 @@ def test_the_knocker_may_choose_the_arrangement_and_its_deadwood_counts():
     engine = knock_at_once(start(non_dealer=ACES, dealer=ACES_DEFENDER, upcard="5h"), "Kc")
     assert engine.hand.knock.deadwood == 5
     engine, _ = play(engine, (DEALER, LayOff()))
-    assert engine.last_hand["layoffs"] == [{"card": "4s", "meld": engine.last_hand["knocker_melds"].index(
+    assert engine.last_hand.as_dict()["layoffs"] == [{"card": "4s", "meld": engine.last_hand.as_dict()["knocker_melds"].index(
         ["As", "2s", "3s"])}]
-    assert (engine.last_hand["outcome"], engine.last_hand["points"]) == ("undercut", 10 + 5 - 0)
+    assert (engine.last_hand.as_dict()["outcome"], engine.last_hand.as_dict()["points"]) == ("undercut", 10 + 5 - 0)
     # The knocker's own: Ac Ad Ah As | 7d 8d 9d | 2s 3s 5h -> K = 10, above the minimum, and 4s fits nothing.
     chosen = knock_at_once(start(non_dealer=ACES, dealer=ACES_DEFENDER, upcard="5h"), "Kc",
                            melds="Ac Ad Ah As | 7d 8d 9d")
@@ -162,8 +162,8 @@ def test_the_knocker_may_choose_the_arrangement_and_its_deadwood_counts():
     own = groups("Kd Kh Ks | Qc Qd Qs | Jc Jd Js")
     assert refusal(chosen, DEALER, LayOff(own, ((card("4s"), 0),))).code == "invalid_layoff"
     chosen, _ = play(chosen, (DEALER, LayOff()))
-    assert chosen.last_hand["layoffs"] == [] and chosen.last_hand["defender_deadwood"] == 4
-    assert (chosen.last_hand["outcome"], chosen.last_hand["points"]) == ("undercut", 10 + 10 - 4)
+    assert chosen.last_hand.as_dict()["layoffs"] == [] and chosen.last_hand.as_dict()["defender_deadwood"] == 4
+    assert (chosen.last_hand.as_dict()["outcome"], chosen.last_hand.as_dict()["points"]) == ("undercut", 10 + 10 - 4)
     # A chosen arrangement above the limit may not knock, even though a better one exists.
     match, _ = play(start(non_dealer=ACES, dealer=ACES_DEFENDER, upcard="5h"), (NON_DEALER, Draw("discard")))
     too_high = Knock(card("Kc"), groups("Ac Ad Ah | 7d 8d 9d"))  # leaves As 2s 3s 5h: 11
@@ -199,7 +199,7 @@ def test_layoffs_may_chain_7s_then_8s_onto_4s_5s_6s_but_not_8s_first():
     backwards = LayOff(groups(OWN), ((card("8s"), 0), (card("7s"), 0)))
     assert refusal(match, DEALER, backwards).code == "invalid_layoff"
     match, _ = play(match, (DEALER, LayOff(groups(OWN), ((card("7s"), 0), (card("8s"), 0)))))
-    last = match.last_hand
+    last = match.last_hand.as_dict()
     assert last["layoffs"] == [{"card": "7s", "meld": 0}, {"card": "8s", "meld": 0}]
     assert last["defender_deadwood"] == 5 + 6
     assert (last["outcome"], last["winner"], last["points"]) == ("knock", NON_DEALER, 11 - 2)
@@ -208,15 +208,15 @@ def test_layoffs_may_chain_7s_then_8s_onto_4s_5s_6s_but_not_8s_first():
 def test_a_run_may_be_extended_at_either_end():
     match = knocked_against(OWN + " | 3s 7s | 5h 6h")
     match, _ = play(match, (DEALER, LayOff(groups(OWN), ((card("3s"), 0), (card("7s"), 0)))))
-    assert match.last_hand["defender_deadwood"] == 5 + 6
+    assert match.last_hand.as_dict()["defender_deadwood"] == 5 + 6
 
 
 def test_a_fourth_card_may_be_laid_off_on_a_set():
     match = knocked_against(OWN + " | 9s | 5h 6h 8h")
     assert refusal(match, DEALER, LayOff(groups(OWN), ((card("9s"), 0),))).code == "invalid_layoff"  # not on 4s 5s 6s
     match, _ = play(match, (DEALER, LayOff(groups(OWN), ((card("9s"), 1),))))
-    assert match.last_hand["layoffs"] == [{"card": "9s", "meld": 1}]
-    assert match.last_hand["defender_deadwood"] == 5 + 6 + 8
+    assert match.last_hand.as_dict()["layoffs"] == [{"card": "9s", "meld": 1}]
+    assert match.last_hand.as_dict()["defender_deadwood"] == 5 + 6 + 8
 
 
 def test_the_defender_may_not_lay_off_on_their_own_melds():
@@ -226,14 +226,14 @@ def test_the_defender_may_not_lay_off_on_their_own_melds():
     assert refusal(match, DEALER, LayOff(own, ((card("Ks"), 1),))).code == "invalid_layoff"  # Ks is in a meld
     assert refusal(match, DEALER, LayOff(own, ((card("7s"), 0),))).code == "card_not_in_hand"
     match, _ = play(match, (DEALER, LayOff(groups("Kc Kh Ks | 5h 6h 7h 8h | Qd Jd Td"), ())))  # a longer meld instead
-    assert (match.last_hand["defender_deadwood"], match.last_hand["outcome"]) == (0, "undercut")
+    assert (match.last_hand.as_dict()["defender_deadwood"], match.last_hand.as_dict()["outcome"]) == (0, "undercut")
 
 
 def test_the_knocker_never_lays_off():
     match = knocked_against(OWN + " | 7s 8s | 5h 6h")
     assert refusal(match, NON_DEALER, LayOff()).code == "not_your_turn"
     match, _ = play(match, (DEALER, LayOff()))
-    assert match.last_hand["number"] == 1 and match.hand.number == 2  # the hand ended with the defender's answer
+    assert match.last_hand.as_dict()["number"] == 1 and match.hand.number == 2  # the hand ended with the defender's answer
 
 
 def test_an_empty_layoff_is_the_engines_choice_leaving_the_least_deadwood():
@@ -241,7 +241,7 @@ def test_an_empty_layoff_is_the_engines_choice_leaving_the_least_deadwood():
     match = knocked_against(defender)
     plan = best_layoff(match.hand.knock.melds, cards(defender))
     match, _ = play(match, (DEALER, LayOff()))
-    last = match.last_hand
+    last = match.last_hand.as_dict()
     assert plan.deadwood == last["defender_deadwood"] == 5
     assert last["layoffs"] == [{"card": str(c), "meld": i} for c, i in plan.layoffs]
     assert sorted(c["card"] for c in last["layoffs"]) == ["3s", "7s", "8s"]
@@ -261,12 +261,12 @@ def test_no_layoffs_against_gin_unless_the_rules_allow_them(rules, laid_off, dea
     assert match.hand.knock.gin
     explicit = LayOff(groups(OWN), ((card("8s"), 0),))
     if rules:
-        assert play(match, (DEALER, explicit))[0].last_hand["defender_deadwood"] == 9 + 2 + 5
+        assert play(match, (DEALER, explicit))[0].last_hand.as_dict()["defender_deadwood"] == 9 + 2 + 5
     else:
         assert refusal(match, DEALER, explicit).code == "invalid_layoff"
     match, _ = play(match, (DEALER, LayOff()))
-    assert sorted(c["card"] for c in match.last_hand["layoffs"]) == laid_off
-    assert match.last_hand["defender_deadwood"] == deadwood
+    assert sorted(c["card"] for c in match.last_hand.as_dict()["layoffs"]) == laid_off
+    assert match.last_hand.as_dict()["defender_deadwood"] == deadwood
 
 
 # --- 5. Dead hand --------------------------------------------------------------------------------
@@ -278,7 +278,7 @@ def test_a_plain_discard_leaving_the_dead_hand_stock_ends_the_hand_without_score
     match, _ = stock_turns(match, 31 - stock_left - 1)
     assert len(match.hand.stock) == stock_left + 1 and match.hand.number == 1  # one more discard is allowed
     match, events = stock_turns(match, 1)
-    assert match.last_hand["outcome"] == "dead" and match.last_hand["winner"] is None
+    assert match.last_hand.as_dict()["outcome"] == "dead" and match.last_hand.as_dict()["winner"] is None
     assert match.scores == (0, 0) and match.hands_won == (0, 0)
     assert [e.type for e in events][:3] == ["draw", "discard", "hand_scored"]
 

@@ -1,4 +1,4 @@
-"""RULES.md "Seats and the deal" (cuts and who deals), "The match", "Rule options" and who may act."""
+"""docs/rules.md, "Seats, the cut and the dealer" (cuts and who deals), "The match", "Rule options" and who may act."""
 from __future__ import annotations
 
 import json
@@ -17,7 +17,7 @@ UNDERCUTTER = "Kc Kh Ks | Qd Jd Td | 6h 7h 8h | Ah"  # D = 1 against KNOCKER: th
 
 
 def cut_ranks(event) -> dict[int, int]:
-    return {int(seat): RANKS.index(text[0]) for seat, text in event.public["cards"].items()}
+    return {seat: RANKS.index(text[0]) for seat, text in enumerate(event.public["cards"])}
 
 
 def cuts(events) -> list:
@@ -48,7 +48,7 @@ def test_equal_cut_ranks_cut_again_and_every_cut_is_recorded(variant, seed):
 def test_classic_the_winner_of_the_previous_hand_deals_the_next(defender, winner):
     match = knock_at_once(start(non_dealer=KNOCKER, dealer=defender, upcard="2d"), "Kd")
     match, _ = play(match, (DEALER, LayOff()))
-    assert match.last_hand["winner"] == winner
+    assert match.last_hand.as_dict()["winner"] == winner
     hand = match.hand
     assert match.dealer == hand.dealer == winner and hand.non_dealer == 1 - winner
     assert (hand.number, hand.phase, hand.turn) == (2, Phase.UPCARD_OFFER, 1 - winner)
@@ -60,7 +60,7 @@ def test_after_a_dead_hand_the_same_dealer_deals_again_and_the_hand_number_grows
     seats = (match.dealer, match.captain, match.sitter)
     match, _ = play(match, (match.hand.non_dealer, Pass()), (match.hand.dealer, Pass()))
     match, events = stock_turns(match, 29)
-    assert match.last_hand["outcome"] == "dead"
+    assert match.last_hand.as_dict()["outcome"] == "dead"
     assert (match.dealer, match.captain, match.sitter) == seats and match.hand.dealer == seats[0]
     assert match.hand.number == match.deals == 2
     assert next(e for e in events if e.type == "deal").public["number"] == 2
@@ -83,7 +83,7 @@ def test_the_box_player_always_deals():
     def check(_before, _move, after, events):
         for deal in (e for e in events if e.type == "deal"):
             assert after.hand.dealer == after.dealer == deal.public["dealer"]
-            assert deal.public["roles"][str(after.dealer)] == "box"
+            assert deal.public["roles"][after.dealer] == "box"
             assert after.hand.non_dealer == after.captain
             box_holders.add(after.dealer)
 
@@ -96,7 +96,7 @@ def test_box_wins_the_box_stays_and_captain_and_sitter_swap():
     match = start("box", non_dealer=LOSER, dealer=KNOCKER, upcard="2d")
     match, _ = play(match, (CAPTAIN, Pass()), (BOX_PLAYER, Draw("discard")), (BOX_PLAYER, Knock(card("Kd"))),
                     (CAPTAIN, LayOff()))
-    assert match.last_hand["winner"] == BOX_PLAYER
+    assert match.last_hand.as_dict()["winner"] == BOX_PLAYER
     assert (match.dealer, match.captain, match.sitter) == (BOX_PLAYER, SITTER, CAPTAIN)
     assert match.hand.seats == (SITTER, BOX_PLAYER)
 
@@ -104,7 +104,7 @@ def test_box_wins_the_box_stays_and_captain_and_sitter_swap():
 def test_box_loses_the_box_sits_out_the_captain_goes_into_the_box_and_the_sitter_becomes_captain():
     match = knock_at_once(start("box", non_dealer=KNOCKER, dealer=LOSER, upcard="2d"), "Kd")
     match, _ = play(match, (BOX_PLAYER, LayOff()))
-    assert match.last_hand["winner"] == CAPTAIN
+    assert match.last_hand.as_dict()["winner"] == CAPTAIN
     assert (match.dealer, match.captain, match.sitter) == (CAPTAIN, SITTER, BOX_PLAYER)
     assert match.hand.seats == (SITTER, CAPTAIN)
 
@@ -118,7 +118,7 @@ def test_the_match_ends_when_a_cumulative_score_reaches_the_target(target, finis
     assert match.scores == (0, 23)
     assert match.is_finished is finished
     if finished:
-        assert match.hand is None and events[-1].type == "match_finished" and match.result["winner"] == NON_DEALER
+        assert match.hand is None and events[-1].type == "match_finished" and match.result.as_dict()["winner"] == NON_DEALER
         assert view_for(match, None)["status"] == "finished"
         assert refusal(match, DEALER, Draw("stock")).code == "game_finished"
     else:
@@ -126,7 +126,7 @@ def test_the_match_ends_when_a_cumulative_score_reaches_the_target(target, finis
 
 
 def result_row(match, seat):
-    return {k: v for k, v in match.result["players"][seat].items() if k != "seat"}
+    return {k: v for k, v in match.result.as_dict()["players"][seat].items() if k != "seat"}
 
 
 def test_classic_end_bonuses_game_bonus_to_the_winner_line_bonus_per_hand_won_and_totals():
@@ -137,7 +137,7 @@ def test_classic_end_bonuses_game_bonus_to_the_winner_line_bonus_per_hand_won_an
     match = redeal(match, non_dealer=KNOCKER, dealer="Kc Kh Ks | Qd Jd Td | 2h 5h 8c 9s", upcard="7s")
     match = knock_at_once(match, "Kd")
     match, _ = play(match, (1, LayOff()))
-    assert match.result["winner"] == 0 and match.hands_won == (1, 1)
+    assert match.result.as_dict()["winner"] == 0 and match.hands_won == (1, 1)
     assert result_row(match, 0) == {"hand_points": 44, "game_bonus": 100, "line_bonus": 20, "shutout_bonus": 0,
                                     "total": 164}
     assert result_row(match, 1) == {"hand_points": 23, "game_bonus": 0, "line_bonus": 20, "shutout_bonus": 0,
@@ -171,7 +171,7 @@ def test_box_has_no_end_bonuses_by_default_but_they_are_options(options, bonuses
 
 def test_rule_option_defaults_per_variant():
     common = {"knock_limit": 10, "undercut_bonus": 10, "target_score": 100, "layoff_on_gin": False,
-              "dead_hand_stock": 2}
+              "dead_hand_stock": 2, "turn_seconds": None}
     assert rules_for("classic").as_dict() == {**common, "gin_bonus": 20, "game_bonus": 100, "line_bonus": 20,
                                               "shutout_bonus": 100}
     assert rules_for("box").as_dict() == {**common, "gin_bonus": 25, "game_bonus": 0, "line_bonus": 0,
@@ -256,7 +256,7 @@ def test_only_the_sitter_may_advise_and_only_the_captain_and_sitter_see_the_advi
     match = start("box", non_dealer=KNOCKER, dealer=LOSER, upcard="2d")
     for game, seat in [(classic, DEALER), (classic, NON_DEALER), (match, BOX_PLAYER), (match, CAPTAIN)]:
         assert refusal(game, seat, Advise("take it")).code == "forbidden"
-    advised, events = apply(match, SITTER, Advise("take the 2d", {"type": "draw", "source": "discard"}))
+    advised, events = apply(match, SITTER, Advise("take the 2d", Draw("discard")))
     assert advised.version == match.version + 1 and advised.hand == match.hand  # advice changes no cards
     assert [e.type for e in events] == ["advice"] and set(events[0].seen_by) == {CAPTAIN, SITTER}
     for viewer in (CAPTAIN, SITTER):

@@ -1,4 +1,4 @@
-"""RULES.md "Scoring a hand": K = knocker's deadwood, D = defender's deadwood after melds and lay-offs.
+"""docs/rules.md, "Scoring a hand": K = knocker's deadwood, D = defender's deadwood after melds and lay-offs.
 
 In every hand below the non-dealer takes the upcard and knocks at once; the dealer defends with
 the engine's best melds and lay-offs.
@@ -17,7 +17,7 @@ KNOCKER = "4s 5s 6s | 9c 9d 9h | Ac 2c 3c | Kd"  # discards Kd after taking the 
 def test_gin_scores_the_gin_bonus_plus_the_defenders_deadwood(variant, gin_bonus):
     # KNOCKER + 7s: 4s 5s 6s 7s | 9c 9d 9h | Ac 2c 3c -> K = 0
     defender = "Kc Kh Ks | Qd Jd Td | 2h 5h 8c 9s"  # D = 2 + 5 + 8 + 9 = 24, and 9s may not be laid off
-    last = knocked_hand(variant, knocker=KNOCKER, defender=defender, upcard="7s", discard="Kd").last_hand
+    last = knocked_hand(variant, knocker=KNOCKER, defender=defender, upcard="7s", discard="Kd").last_hand.as_dict()
     assert (last["outcome"], last["knocker_deadwood"], last["defender_deadwood"]) == ("gin", 0, 24)
     assert (last["winner"], last["points"]) == (NON_DEALER, gin_bonus + 24)
 
@@ -25,7 +25,7 @@ def test_gin_scores_the_gin_bonus_plus_the_defenders_deadwood(variant, gin_bonus
 def test_gin_against_a_defender_with_no_deadwood_still_scores_only_for_the_knocker():
     defender = "Kc Kh Ks | Qd Jd Td | 2h 3h 4h 5h"  # D = 0
     match = knocked_hand(knocker=KNOCKER, defender=defender, upcard="7s", discard="Kd")
-    last = match.last_hand
+    last = match.last_hand.as_dict()
     assert (last["outcome"], last["defender_deadwood"], last["winner"], last["points"]) == ("gin", 0, NON_DEALER, 20)
     assert match.scores[DEALER] == 0 and match.hands_won[DEALER] == 0
 
@@ -33,14 +33,14 @@ def test_gin_against_a_defender_with_no_deadwood_still_scores_only_for_the_knock
 def test_knock_with_less_deadwood_than_the_defender_scores_the_difference():
     # KNOCKER + 2d: K = 2
     defender = "Kc Kh Ks | Qd Jd Td | 2h 5h 8c Th"  # D = 25
-    last = knocked_hand(knocker=KNOCKER, defender=defender, upcard="2d", discard="Kd").last_hand
+    last = knocked_hand(knocker=KNOCKER, defender=defender, upcard="2d", discard="Kd").last_hand.as_dict()
     assert (last["outcome"], last["knocker_deadwood"], last["defender_deadwood"]) == ("knock", 2, 25)
     assert (last["winner"], last["points"]) == (NON_DEALER, 25 - 2)
 
 
 def test_undercut_on_equal_counts_scores_just_the_undercut_bonus():
     defender = "Kc Kh Ks | Qd Jd Td | 6h 7h 8h | 2h"  # D = 2 = K
-    last = knocked_hand(knocker=KNOCKER, defender=defender, upcard="2d", discard="Kd").last_hand
+    last = knocked_hand(knocker=KNOCKER, defender=defender, upcard="2d", discard="Kd").last_hand.as_dict()
     assert (last["outcome"], last["knocker_deadwood"], last["defender_deadwood"]) == ("undercut", 2, 2)
     assert (last["winner"], last["points"]) == (DEALER, 10)
 
@@ -48,14 +48,14 @@ def test_undercut_on_equal_counts_scores_just_the_undercut_bonus():
 def test_undercut_with_more_deadwood_than_the_defender_scores_the_bonus_plus_the_difference():
     # KNOCKER + 8d: K = 8
     defender = "Kc Kh Ks | Qd Jd Td | 6h 7h 8h | 3h"  # D = 3
-    last = knocked_hand(knocker=KNOCKER, defender=defender, upcard="8d", discard="Kd").last_hand
+    last = knocked_hand(knocker=KNOCKER, defender=defender, upcard="8d", discard="Kd").last_hand.as_dict()
     assert (last["outcome"], last["knocker_deadwood"], last["defender_deadwood"]) == ("undercut", 8, 3)
     assert (last["winner"], last["points"]) == (DEALER, 10 + 8 - 3)
 
 
 def test_lay_offs_count_before_scoring():
     defender = "Kc Kh Ks | Qd Jd Td | 7s 8s | 5h 6h"  # 7s 8s go on 4s 5s 6s: D = 11, not 26
-    last = knocked_hand(knocker=KNOCKER, defender=defender, upcard="2d", discard="Kd").last_hand
+    last = knocked_hand(knocker=KNOCKER, defender=defender, upcard="2d", discard="Kd").last_hand.as_dict()
     assert (last["defender_deadwood"], last["winner"], last["points"]) == (11, NON_DEALER, 11 - 2)
 
 
@@ -65,7 +65,7 @@ def test_lay_offs_count_before_scoring():
 ])
 def test_in_the_box_game_the_sitter_never_scores_and_the_scorer_wins_the_hand(defender, winner):
     match = knocked_hand("box", knocker=KNOCKER, defender=defender, upcard="2d", discard="Kd")
-    scored = match.last_hand
+    scored = match.last_hand.as_dict()
     assert scored["winner"] == winner and scored["points"] > 0
     assert match.scores[winner] == scored["points"] and match.hands_won[winner] == 1
     assert match.scores[SITTER] == 0 and match.hands_won[SITTER] == 0
