@@ -1,26 +1,70 @@
 """The store port: what the use cases need from a place that keeps games.
 
-A stored game is an opaque text blob plus an integer version. Every change is one atomic
-compare-and-set on that version, which appends the move's events and, optionally, records
-the response under an idempotency key, all at once: a move either happened with all of its
-effects or not at all. Implementations: ``memory.py`` (one process) and ``redis.py``.
+A stored game is an opaque state text plus an integer version. Every change is one atomic
+compare-and-set on that version that also appends the change's events, records the response
+under an idempotency key, appends webhook deliveries to the outbox, reschedules the turn
+deadline, moves the game within the player index and refreshes the tombstone: a change
+happens with all of its effects or not at all. Implementations: ``memory.py`` (one process)
+and ``redis.py`` (one server or a cluster).
 """
 from __future__ import annotations
 
 import abc
 from dataclasses import dataclass
+from enum import Enum
+
+from service.rules.errors import GameError
+
+# A store that failed answers with this many seconds of Retry-After.
+STORE_RETRY_AFTER_SECONDS = 1
 
 
-class StoreError(Exception):
+class StoreError(GameError):
     """The backend could not be reached or answered with an error (HTTP 503)."""
+
+    status = 503
+    code = "store_unavailable"
+
+    def __init__(self, detail: str = "the game store cannot be reached; retry shortly", *, code: str | None = None):
+        super().__init__(detail, code=code, params={"retry_after": STORE_RETRY_AFTER_SECONDS})
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": str(STORE_RETRY_AFTER_SECONDS)}
+
+
+class StoreFull(StoreError):
+    """The backend is out of memory: nothing was written (HTTP 503 ``store_full``)."""
+
+    code = "store_full"
+
+    def __init__(self) -> None:
+        super().__init__("the game store is full; existing games can still be read")
+
+
+class GameMissing(GameError):
+    """No game with this id ever existed, or its tombstone expired too (HTTP 404)."""
+
+    status = 404
+    code = "game_not_found"
+
+    def __init__(self, game_id: str = "") -> None:
+        super().__init__("no game with this id")
+
+
+class GameExpired(GameMissing):
+    """The game existed and expired; its tombstone says when (HTTP 410)."""
+
+    status = 410
+    code = "game_expired"
+
+    def __init__(self, expired_at: str) -> None:
+        GameError.__init__(self, f"this game expired at {expired_at}", params={"expired_at": expired_at})
+        self.expired_at = expired_at
 
 
 class VersionConflict(Exception):
     """A save lost the compare-and-set: the game is no longer at the expected version."""
-
-
-class GameMissing(Exception):
-    """The game does not exist (never created, or expired)."""
 
 
 @dataclass(frozen=True)
@@ -28,12 +72,13 @@ class Loaded:
     """A game as read in one round trip.
 
     ``replay`` is the response stored earlier under the idempotency key that was asked
-    for, if any (whatever text the caller stored), else None.
+    for, if any, else None; ``fingerprint`` what ``create`` stored with the game.
     """
 
     state: str
     version: int
     replay: str | None = None
+    fingerprint: str = ""
 
 
 @dataclass(frozen=True)
@@ -45,47 +90,109 @@ class IdempotentResponse:
     ttl: int
 
 
+@dataclass(frozen=True)
+class OutboxEntry:
+    """A webhook delivery for the worker: sent to ``url`` as ``body``, exactly."""
+
+    id: str
+    url: str
+    body: str
+    game: str
+    type: str
+
+    def fields(self) -> list[str]:
+        return ["id", self.id, "url", self.url, "body", self.body, "game", self.game, "type", self.type]
+
+
+@dataclass(frozen=True)
+class Effects:
+    """What a write does besides the state: all of it in the same atomic step.
+
+    ``events``: texts appended to the game's log, which then holds ``event_count`` events in
+    all (waiters are told this count). ``ttl``: seconds the game lives from now; its tombstone
+    lives ``tombstone_ttl`` seconds longer and says when it expired. ``timed``: the game has
+    turn deadlines; then ``deadline`` (epoch seconds, None: none now) replaces its schedule entry.
+    ``outbox``: webhook deliveries. ``index_add``: players (their index ids) whose active list
+    gets the game now; ``index_finish``: players whose lists move the game from active to finished;
+    ``index_keep``: players whose lists hold the game, kept at least as long as its tombstone
+    (a save of a match played over weeks must not let its players' lists expire under it).
+    """
+
+    events: tuple[str, ...]
+    event_count: int
+    ttl: int
+    tombstone_ttl: int
+    timed: bool = False
+    deadline: float | None = None
+    outbox: tuple[OutboxEntry, ...] = ()
+    index_add: tuple[str, ...] = ()
+    index_finish: tuple[str, ...] = ()
+    index_keep: tuple[str, ...] = ()
+    reply: IdempotentResponse | None = None
+
+
+class IndexList(str, Enum):
+    ACTIVE = "active"
+    FINISHED = "finished"
+
+
 class GameStore(abc.ABC):
-    """Keeps games, their event logs and idempotent responses.
+    """Keeps games, their event logs, idempotent responses and what is shared per shard.
 
     Event ``n`` (1-based) of a game is the n-th string appended for it; events are never
-    rewritten. ``ttl`` is in seconds and is refreshed on every successful save.
+    rewritten, and at most ``max_events`` stay stored (the oldest go first).
     """
 
     @abc.abstractmethod
-    def create(self, game_id: str, state: str, version: int, events: list[str], ttl: int) -> None:
-        """Store a new game. Raises ValueError if the id is taken, StoreError."""
+    def create(self, game_id: str, state: str, version: int, effects: Effects, fingerprint: str = "",
+               created_at_ms: int = 0) -> Loaded | None:
+        """Store a new game, unless one with this id exists: then return it, unchanged.
+
+        Raises StoreFull (nothing written), StoreError."""
 
     @abc.abstractmethod
     def load(self, game_id: str, idempotency_key: str | None = None) -> Loaded:
         """Read a game (and the stored response for ``idempotency_key``).
 
-        Raises GameMissing, StoreError."""
+        Raises GameExpired, GameMissing, StoreError."""
 
     @abc.abstractmethod
-    def save(
-        self,
-        game_id: str,
-        expected_version: int,
-        state: str,
-        version: int,
-        events: list[str],
-        ttl: int,
-        idempotent: IdempotentResponse | None = None,
-    ) -> None:
-        """Replace the game iff it is still at ``expected_version``; append ``events``.
+    def save(self, game_id: str, expected_version: int, state: str, version: int, effects: Effects) -> None:
+        """Replace the game iff it is still at ``expected_version``, with every effect.
 
-        Raises VersionConflict, GameMissing, StoreError."""
+        Raises VersionConflict, GameExpired, GameMissing, StoreFull (nothing written), StoreError."""
 
     @abc.abstractmethod
     def events(self, game_id: str, after: int) -> list[str]:
-        """The events with sequence number > ``after``, oldest first.
+        """The stored events with sequence number > ``after``, oldest first.
 
-        Raises GameMissing, StoreError."""
+        Raises GameExpired, GameMissing, StoreError."""
 
     @abc.abstractmethod
     def wait_for_events(self, game_id: str, after: int, timeout: float) -> list[str]:
         """Like ``events`` but, while there are none, waits up to ``timeout`` seconds."""
+
+    @abc.abstractmethod
+    def index_page(self, player: str, which: IndexList, before: tuple[int, str] | None,
+                   limit: int) -> list[tuple[int, str, str]]:
+        """Up to ``limit`` games of one player's ``which`` list as (created at in ms, game id,
+        state), newest first, each older than ``before`` (the last entry of the previous page).
+
+        Games that expired are left out (and dropped from the index). Raises StoreError."""
+
+    @abc.abstractmethod
+    def schedule(self, game_id: str, deadline: float) -> None:
+        """Put ``game_id``'s deadline (back) into its shard's schedule. Raises StoreError."""
+
+    @abc.abstractmethod
+    def count(self, key: str, window_seconds: int) -> int:
+        """Add one to the counter ``key`` of the current window and return it (rate limits, quotas).
+
+        The counter disappears when its window ends. Raises StoreError."""
+
+    @abc.abstractmethod
+    def shared_secret(self, proposed: str) -> str:
+        """The service's secret: the first ``proposed`` value ever stored, kept for good."""
 
     @abc.abstractmethod
     def check(self) -> None:

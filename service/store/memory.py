@@ -1,26 +1,34 @@
-"""An embedded store for one process: games live in a dict behind one lock.
+"""An embedded store for one process: games live in dicts behind one lock.
 
-It keeps the same promises as the Redis store (compare-and-set, TTLs, idempotent
-responses) so tests and single-process runs behave like production, but nothing is
-shared between processes and everything is lost on exit.
+It keeps the same promises as the Redis store (compare-and-set, TTLs and tombstones,
+idempotent responses, the player index, deadlines, bounded event logs) so tests and
+single-process runs behave like production, but nothing is shared between processes and
+everything is lost on exit. Webhook deliveries are kept (bounded) for inspection only: no
+worker can reach this process's memory.
 """
 from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
+from collections import deque
+from dataclasses import dataclass, field
 
+from service.rules.match import iso_time
 from service.store.base import (
+    Effects,
+    GameExpired,
     GameMissing,
     GameStore,
-    IdempotentResponse,
+    IndexList,
     Loaded,
+    OutboxEntry,
     VersionConflict,
 )
 
 # Expired entries are dropped when touched; a full sweep at most this often (seconds)
 # also frees the ones nobody asks for again, without making every write O(games).
 SWEEP_INTERVAL = 60.0
+OUTBOX_KEPT = 1000
 
 
 @dataclass
@@ -29,82 +37,109 @@ class _Game:
     version: int
     events: list[str]
     expires_at: float
+    fingerprint: str = ""
+    trimmed: int = 0
 
 
 @dataclass(frozen=True)
-class _Reply:
-    response: str
+class _Expiring:
+    value: str
     expires_at: float
+
+
+@dataclass
+class _Player:
+    lists: dict[IndexList, dict[str, int]] = field(default_factory=lambda: {which: {} for which in IndexList})
 
 
 class MemoryStore(GameStore):
     """A thread-safe in-process ``GameStore`` that honours TTLs (monotonic clock)."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_events: int = 5000) -> None:
         # One lock guards everything; the condition on it wakes waiting readers on writes.
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._games: dict[str, _Game] = {}
-        self._replies: dict[tuple[str, str], _Reply] = {}
+        self._replies: dict[tuple[str, str], _Expiring] = {}
+        self._tombstones: dict[str, _Expiring] = {}
+        self._players: dict[str, _Player] = {}
+        self._counters: dict[str, _Expiring] = {}
+        self._secret: str | None = None
+        self.deadlines: dict[str, float] = {}
+        self.outbox: deque[OutboxEntry] = deque(maxlen=OUTBOX_KEPT)
+        self._max_events = max_events
         self._next_sweep = time.monotonic() + SWEEP_INTERVAL
 
-    def create(self, game_id: str, state: str, version: int, events: list[str], ttl: int) -> None:
-        """Store a new game. Raises ValueError if the id is taken."""
+    def create(self, game_id: str, state: str, version: int, effects: Effects, fingerprint: str = "",
+               created_at_ms: int = 0) -> Loaded | None:
+        """Store a new game unless the id exists (then return that game)."""
         with self._changed:
             now = time.monotonic()
             self._sweep(now)
-            if self._live_game(game_id, now) is not None:
-                raise ValueError(f"game id already exists: {game_id}")
-            self._games[game_id] = _Game(state, version, list(events), now + ttl)
-            self._changed.notify_all()
+            existing = self._live_game(game_id, now)
+            if existing is not None:
+                return Loaded(existing.state, existing.version, None, existing.fingerprint)
+            game = _Game(state, version, [], now + effects.ttl, fingerprint)
+            self._games[game_id] = game
+            for player in effects.index_add:
+                self._players.setdefault(player, _Player()).lists[IndexList.ACTIVE][game_id] = created_at_ms
+            self._apply(game_id, game, effects, now)
+            return None
 
     def load(self, game_id: str, idempotency_key: str | None = None) -> Loaded:
-        """Read a game and the response stored under ``idempotency_key``. Raises GameMissing."""
+        """Read a game and the response stored under ``idempotency_key``. Raises GameExpired, GameMissing."""
         with self._lock:
             now = time.monotonic()
             game = self._existing_game(game_id, now)
             replay = None
             if idempotency_key is not None:
-                reply = self._live_reply((game_id, idempotency_key), now)
-                replay = reply.response if reply else None
-            return Loaded(game.state, game.version, replay)
+                reply = self._live(self._replies, (game_id, idempotency_key), now)
+                replay = reply.value if reply else None
+            return Loaded(game.state, game.version, replay, game.fingerprint)
 
-    def save(
-        self,
-        game_id: str,
-        expected_version: int,
-        state: str,
-        version: int,
-        events: list[str],
-        ttl: int,
-        idempotent: IdempotentResponse | None = None,
-    ) -> None:
-        """Replace the game iff at ``expected_version``. Raises VersionConflict, GameMissing."""
+    def save(self, game_id: str, expected_version: int, state: str, version: int, effects: Effects) -> None:
+        """Replace the game iff at ``expected_version``. Raises VersionConflict, GameExpired, GameMissing."""
         with self._changed:
             now = time.monotonic()
             self._sweep(now)
             game = self._existing_game(game_id, now)
             if game.version != expected_version:
-                raise VersionConflict(
-                    f"game {game_id} is at version {game.version}, not {expected_version}"
-                )
-            game.state, game.version, game.expires_at = state, version, now + ttl
-            game.events.extend(events)
-            if idempotent is not None:
-                self._replies[(game_id, idempotent.key)] = _Reply(
-                    idempotent.response, now + idempotent.ttl
-                )
-            self._changed.notify_all()
+                raise VersionConflict(f"game {game_id} is at version {game.version}, not {expected_version}")
+            game.state, game.version, game.expires_at = state, version, now + effects.ttl
+            if effects.reply is not None:
+                self._replies[(game_id, effects.reply.key)] = _Expiring(effects.reply.response, now + effects.reply.ttl)
+            for player in effects.index_finish:
+                lists = self._players.setdefault(player, _Player()).lists
+                if game_id in lists[IndexList.ACTIVE]:
+                    lists[IndexList.FINISHED][game_id] = lists[IndexList.ACTIVE].pop(game_id)
+            self._apply(game_id, game, effects, now)
+
+    def _apply(self, game_id: str, game: _Game, effects: Effects, now: float) -> None:
+        """The effects both writes share; wakes the waiting readers."""
+        game.events.extend(effects.events)
+        excess = len(game.events) - self._max_events
+        if excess > 0:
+            del game.events[:excess]
+            game.trimmed += excess
+        self._tombstones[game_id] = _Expiring(iso_time(time.time() + effects.ttl),
+                                              now + effects.ttl + effects.tombstone_ttl)
+        self.outbox.extend(effects.outbox)
+        if effects.timed:
+            if effects.deadline is None:
+                self.deadlines.pop(game_id, None)
+            else:
+                self.deadlines[game_id] = effects.deadline
+        self._changed.notify_all()
 
     def events(self, game_id: str, after: int) -> list[str]:
-        """Events numbered above ``after`` (negative reads from the start). Raises GameMissing."""
+        """Stored events numbered above ``after``. Raises GameExpired, GameMissing."""
         with self._lock:
             return self._events_after(game_id, after, time.monotonic())
 
     def wait_for_events(self, game_id: str, after: int, timeout: float) -> list[str]:
         """Events numbered above ``after``, waiting up to ``timeout`` s while there are none.
 
-        Raises GameMissing."""
+        Raises GameExpired, GameMissing."""
         deadline = time.monotonic() + timeout
         with self._changed:
             while True:
@@ -114,15 +149,53 @@ class MemoryStore(GameStore):
                     return found
                 self._changed.wait(deadline - now)
 
+    def index_page(self, player: str, which: IndexList, before: tuple[int, str] | None,
+                   limit: int) -> list[tuple[int, str, str]]:
+        """Up to ``limit`` live games of a player's list, newest first, after the cursor ``before``."""
+        with self._lock:
+            now = time.monotonic()
+            entries = self._players.get(player, _Player()).lists[which]
+            for game_id in [g for g in entries if self._live_game(g, now) is None]:
+                del entries[game_id]
+            ordered = sorted(((score, game_id) for game_id, score in entries.items()), reverse=True)
+            page = [entry for entry in ordered if before is None or entry < before][:limit]
+            return [(score, game_id, self._games[game_id].state) for score, game_id in page]
+
+    def schedule(self, game_id: str, deadline: float) -> None:
+        """Put the deadline back into the schedule."""
+        with self._lock:
+            self.deadlines[game_id] = deadline
+
+    def count(self, key: str, window_seconds: int) -> int:
+        """Add one to ``key``'s counter of the current window and return it."""
+        with self._lock:
+            now = time.time()
+            name = f"{key}:{int(now // window_seconds)}"
+            current = self._live(self._counters, name, time.monotonic())
+            value = int(current.value) + 1 if current else 1
+            self._counters[name] = _Expiring(str(value), time.monotonic() + window_seconds + 1)
+            return value
+
+    def shared_secret(self, proposed: str) -> str:
+        """The first ``proposed`` value, kept for the life of this process."""
+        with self._lock:
+            if self._secret is None:
+                self._secret = proposed
+            return self._secret
+
     def check(self) -> None:
         """Always ready: the store is this process's memory."""
 
     def _events_after(self, game_id: str, after: int, now: float) -> list[str]:
-        return self._existing_game(game_id, now).events[max(after, 0):]
+        game = self._existing_game(game_id, now)
+        return game.events[max(max(after, 0) - game.trimmed, 0):]
 
     def _existing_game(self, game_id: str, now: float) -> _Game:
         game = self._live_game(game_id, now)
         if game is None:
+            tombstone = self._live(self._tombstones, game_id, now)
+            if tombstone is not None:
+                raise GameExpired(tombstone.value)
             raise GameMissing(game_id)
         return game
 
@@ -130,21 +203,24 @@ class MemoryStore(GameStore):
         game = self._games.get(game_id)
         if game is not None and game.expires_at <= now:
             del self._games[game_id]
+            self.deadlines.pop(game_id, None)
             return None
         return game
 
-    def _live_reply(self, key: tuple[str, str], now: float) -> _Reply | None:
-        reply = self._replies.get(key)
-        if reply is not None and reply.expires_at <= now:
-            del self._replies[key]
+    @staticmethod
+    def _live(table: dict, key, now: float) -> _Expiring | None:
+        entry = table.get(key)
+        if entry is not None and entry.expires_at <= now:
+            del table[key]
             return None
-        return reply
+        return entry
 
     def _sweep(self, now: float) -> None:
         if now < self._next_sweep:
             return
         self._next_sweep = now + SWEEP_INTERVAL
         for game_id in [g for g, game in self._games.items() if game.expires_at <= now]:
-            del self._games[game_id]
-        for key in [k for k, reply in self._replies.items() if reply.expires_at <= now]:
-            del self._replies[key]
+            self._live_game(game_id, now)
+        for table in (self._replies, self._tombstones, self._counters):
+            for key in [k for k, entry in table.items() if entry.expires_at <= now]:
+                del table[key]

@@ -1,45 +1,59 @@
 """The Redis adapter of the store port: hash-tagged keys, Lua compare-and-set, TTLs.
 
-Keys of one game share the hash tag ``{<game id>}``, so each script touches a single slot
-and the same code runs on a single server and on Redis Cluster:
+Keys are named in ``keys.py``: a game's keys share the hash tag ``{<game id>}``, and game ids
+are drawn so that the slot of that tag is the slot of the game's shard (``{s<k>}``, the
+outbox, deadlines and player index). Each script therefore touches a single slot, and the
+same code runs on a single server and on Redis Cluster.
 
-- ``<prefix>{<id>}:s`` hash with ``v`` (version) and ``s`` (state text)
-- ``<prefix>{<id>}:e`` list of events; event ``n`` is at index ``n - 1``
-- ``<prefix>{<id>}:i:<sha256 of the idempotency key>`` a stored response
+``load`` and every write are one round trip each. Both scripts carry the ``#!lua`` shebang,
+so a Redis over its ``maxmemory`` refuses them before they run (StoreFull: nothing half
+written, reads still served). A down or hung Redis makes a call fail with StoreError within
+about two seconds instead of blocking a worker.
 
-``load`` and every write are one round trip each. A down or hung Redis makes a call fail
-with StoreError within about two seconds instead of blocking a worker.
+Long-polls wait on the game's shard channel, which both scripts publish to
+(service/store/notify.py): a waiter sends no command while it waits. Each process uses at
+most ``max_connections`` pooled connections per Redis node, however many requests it serves
+at once (greenlets under gevent), plus one subscription connection per node.
 """
 from __future__ import annotations
 
-import hashlib
+import logging
+import random
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit
 
-from redis import Redis
+from redis import BlockingConnectionPool, Redis
 from redis.backoff import ExponentialWithJitterBackoff
 from redis.cluster import RedisCluster
 from redis.commands.core import Script
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisClusterException, RedisError
+from redis.exceptions import OutOfMemoryError, RedisClusterException, RedisError
 from redis.retry import Retry
 
+from service import ids
+from service.rules.match import iso_time
+from service.store import notify
 from service.store.base import (
+    Effects,
+    GameExpired,
     GameMissing,
     GameStore,
-    IdempotentResponse,
+    IndexList,
     Loaded,
     StoreError,
+    StoreFull,
     VersionConflict,
 )
+from service.store.keys import GameKeys, game_keys, index_key
+from service.store.quick_check import QuickCheckConnection, with_quick_check
+from service.store.redis_client import split_cluster_flag
 
-SCHEMES = ("redis", "rediss", "unix", "redis+cluster", "rediss+cluster")
-CLUSTER_SUFFIX = "+cluster"
+logger = logging.getLogger(__name__)
+
 
 # One second per socket operation bounds a call against a hung server; `options` of the
 # constructor override any of these.
@@ -49,36 +63,112 @@ DEFAULT_OPTIONS: dict[str, Any] = {
     # Ping a pooled connection idle this long before reusing it, so one that died
     # (server restart, idle cut by a proxy) is replaced instead of failing a request.
     "health_check_interval": 15,
+    # At most this many connections per process and Redis node: under gevent thousands of
+    # requests may run at once, and each would otherwise open its own connection. A call
+    # that finds them all busy waits up to ``timeout`` seconds for one, then fails (503).
+    "max_connections": 32,
+    "timeout": 1.0,
 }
 
-# How often wait_for_events asks again; each poll borrows a pooled connection only for
-# one short round trip, so long polls never pin connections.
-POLL_INTERVAL = 0.2
+# Waiting long-polls one store (one process) holds at most, unless told otherwise.
+DEFAULT_MAX_WAITERS = 1000
+# Long-polls that began together (clients reconnecting after a deploy) would all end together
+# every LONG_POLL_MAX_SECONDS, and their clients' next ones would arrive as one burst again
+# and again: a wait of SPREAD_FROM_SECONDS or more ends at a random moment of its last
+# SPREAD_SHARE, so such bursts spread out within a few rounds.
+SPREAD_FROM_SECONDS = 10.0
+SPREAD_SHARE = 0.2
 
-# KEYS: state, events. ARGV: version, state, ttl, events...
-CREATE_LUA = """
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+# Undelivered webhooks kept per shard: a bound on what a stopped worker lets pile up (the
+# oldest go first, approximately; Redis trims whole nodes of the stream).
+OUTBOX_MAX_LENGTH = 50000
+SECRET_KEY = "server-secret"
+
+# Shared by both scripts: append events (trimming the oldest beyond the maximum), webhook
+# deliveries and the deadline; ARGV[i] is the count of events, then the events, then the
+# count of outbox entries and their fields (5 pairs each). Returns nothing.
+_EFFECTS_LUA = """
+-- A key lives at least ``seconds`` more (a longer life it already has is kept).
+local function keep_at_least(key, seconds)
+  local left = redis.call('TTL', key)
+  if left == -1 or (left >= 0 and left < seconds) then
+    redis.call('EXPIRE', key, seconds)
+  end
+end
+
+local function effects(i, ttl, game, deadline, max_events, channel, event_count)
+  local n = tonumber(ARGV[i])
+  if n > 0 then
+    local length = redis.call('RPUSH', KEYS[2], unpack(ARGV, i + 1, i + n))
+    local excess = length - max_events
+    if excess > 0 then
+      redis.call('LTRIM', KEYS[2], excess, -1)
+      redis.call('HINCRBY', KEYS[1], 'o', excess)
+    end
+  end
+  redis.call('EXPIRE', KEYS[2], ttl)
+  i = i + n + 1
+  local entries = tonumber(ARGV[i])
+  for e = 0, entries - 1 do
+    local at = i + 1 + e * 10
+    redis.call('XADD', KEYS[5], 'MAXLEN', '~', %d, '*', unpack(ARGV, at, at + 9))
+  end
+  if deadline == '-' then
+    redis.call('ZREM', KEYS[4], game)
+  elseif deadline ~= '' then
+    redis.call('ZADD', KEYS[4], deadline, game)
+  end
+  redis.call('SPUBLISH', channel, event_count)
+end
+""" % OUTBOX_MAX_LENGTH
+
+# KEYS: state, events, tombstone, due, outbox, index keys...
+# ARGV: 1 version, 2 state, 3 ttl, 4 tombstone ttl, 5 expires at, 6 fingerprint, 7 game id,
+#       8 deadline, 9 index score, 10 channel, 11 event count, 12 max events, 13... effects
+CREATE_LUA = "#!lua\n" + _EFFECTS_LUA + """
+local found = redis.call('HMGET', KEYS[1], 'v', 's', 'f')
+if found[1] then return found end
 -- a list left over from an expired game with this id must not leak into the new one
 redis.call('DEL', KEYS[2])
-redis.call('HSET', KEYS[1], 'v', ARGV[1], 's', ARGV[2])
-redis.call('EXPIRE', KEYS[1], ARGV[3])
-if #ARGV > 3 then
-  redis.call('RPUSH', KEYS[2], unpack(ARGV, 4))
-  redis.call('EXPIRE', KEYS[2], ARGV[3])
+local ttl = tonumber(ARGV[3])
+redis.call('HSET', KEYS[1], 'v', ARGV[1], 's', ARGV[2], 'f', ARGV[6], 'o', 0)
+redis.call('EXPIRE', KEYS[1], ttl)
+redis.call('SET', KEYS[3], ARGV[5], 'EX', ttl + tonumber(ARGV[4]))
+for k = 6, #KEYS do
+  redis.call('ZADD', KEYS[k], ARGV[9], ARGV[7])
+  keep_at_least(KEYS[k], ttl + tonumber(ARGV[4]))
 end
-return 1
+effects(13, ttl, ARGV[7], ARGV[8], tonumber(ARGV[12]), ARGV[10], ARGV[11])
+return false
 """
 
-# KEYS: state, events[, reply]. ARGV: expected, version, state, ttl, reply ttl, reply, events...
-SAVE_LUA = """
+# KEYS: state, events, tombstone, due, outbox, reply, then the (active, finished) index pairs
+#       of the game's players: kept as long as the game's tombstone.
+# ARGV: 1 expected version, 2 version, 3 state, 4 ttl, 5 tombstone ttl, 6 expires at,
+#       7 game id, 8 deadline, 9 channel, 10 event count, 11 max events, 12 reply ttl
+#       (0: none), 13 reply, 14 '1': the match ended (active -> finished), 15... effects
+SAVE_LUA = "#!lua\n" + _EFFECTS_LUA + """
 local current = redis.call('HGET', KEYS[1], 'v')
 if not current then return 'missing' end
 if current ~= ARGV[1] then return 'conflict' end
+local ttl = tonumber(ARGV[4])
 redis.call('HSET', KEYS[1], 'v', ARGV[2], 's', ARGV[3])
-redis.call('EXPIRE', KEYS[1], ARGV[4])
-if #ARGV > 6 then redis.call('RPUSH', KEYS[2], unpack(ARGV, 7)) end
-redis.call('EXPIRE', KEYS[2], ARGV[4])
-if KEYS[3] then redis.call('SET', KEYS[3], ARGV[6], 'EX', ARGV[5]) end
+redis.call('EXPIRE', KEYS[1], ttl)
+redis.call('SET', KEYS[3], ARGV[6], 'EX', ttl + tonumber(ARGV[5]))
+if ARGV[12] ~= '0' then redis.call('SET', KEYS[6], ARGV[13], 'EX', ARGV[12]) end
+local kept = ttl + tonumber(ARGV[5])
+for k = 7, #KEYS, 2 do
+  if ARGV[14] == '1' then
+    local score = redis.call('ZSCORE', KEYS[k], ARGV[7])
+    if score then
+      redis.call('ZREM', KEYS[k], ARGV[7])
+      redis.call('ZADD', KEYS[k + 1], score, ARGV[7])
+    end
+  end
+  keep_at_least(KEYS[k], kept)
+  keep_at_least(KEYS[k + 1], kept)
+end
+effects(15, ttl, ARGV[7], ARGV[8], tonumber(ARGV[11]), ARGV[9], ARGV[10])
 return 'ok'
 """
 
@@ -90,6 +180,19 @@ class _Connection:
     client: Redis | RedisCluster
     create: Script
     save: Script
+    notifier: notify.Notifier
+
+
+def _effects_args(effects: Effects) -> list[Any]:
+    outbox = [value for entry in effects.outbox for value in entry.fields()]
+    return [len(effects.events), *effects.events, len(effects.outbox), *outbox]
+
+
+def _deadline_arg(effects: Effects) -> str:
+    """'' leaves the schedule alone (untimed games), '-' removes the game, a number sets it."""
+    if not effects.timed:
+        return ""
+    return "-" if effects.deadline is None else repr(effects.deadline)
 
 
 class RedisStore(GameStore):
@@ -101,13 +204,16 @@ class RedisStore(GameStore):
     The client and its pool are built here without connecting, except that a cluster
     client asks the cluster for its layout; if that fails the store is built anyway and
     tries again on its next call, so a service starts (not ready) while Redis is away.
+    ``max_events``: events kept per game (older ones are dropped first). At most
+    ``max_waiters`` long-polls wait at once (beyond, notify.LongPollCapacity).
     Raises ValueError for a URL it cannot serve or a prefix containing a hash tag.
     """
 
-    def __init__(self, url: str, prefix: str = "ginrummy:", **options: Any) -> None:
+    def __init__(self, url: str, prefix: str = "ginrummy:", max_events: int = 5000, *,
+                 max_waiters: int = DEFAULT_MAX_WAITERS, **options: Any) -> None:
         if "{" in prefix or "}" in prefix:
             raise ValueError("the key prefix must not contain '{' or '}' (hash tag)")
-        self._url, self._is_cluster = _split_cluster_flag(url)
+        self._url, self._is_cluster = split_cluster_flag(url)
         self._options = {
             "retry": _retry_policy(),
             **DEFAULT_OPTIONS,
@@ -115,87 +221,172 @@ class RedisStore(GameStore):
             "decode_responses": True,
         }
         self._prefix = prefix
+        self._max_events = max_events
+        self._max_waiters = max_waiters
         self._lock = threading.Lock()
         self._built: _Connection | None = None
         with suppress(RedisError, RedisClusterException):
             self._connection()
 
-    def create(self, game_id: str, state: str, version: int, events: list[str], ttl: int) -> None:
-        """Store a new game. Raises ValueError if the id is taken, StoreError."""
+    def create(self, game_id: str, state: str, version: int, effects: Effects, fingerprint: str = "",
+               created_at_ms: int = 0) -> Loaded | None:
+        """Store a new game unless the id exists (then return that game), in one round trip.
+
+        Raises StoreFull, StoreError."""
+        keys = self._keys(game_id)
+        shard = ids.shard_of(game_id)
+        index = [index_key(self._prefix, shard, player, IndexList.ACTIVE.value) for player in effects.index_add]
+        args = [version, state, effects.ttl, effects.tombstone_ttl, _expiry(effects.ttl), fingerprint, game_id,
+                _deadline_arg(effects), created_at_ms, keys.channel,
+                _event_count(effects), self._max_events, *_effects_args(effects)]
         with _store_errors():
-            script = self._connection().create
-            created = script(keys=self._game_keys(game_id), args=[version, state, ttl, *events])
-        if not created:
-            raise ValueError(f"game id already exists: {game_id}")
+            found = self._connection().create(
+                keys=[keys.state, keys.events, keys.tombstone, keys.due, keys.outbox, *index], args=args)
+        if found is None:
+            return None
+        found_version, found_state, found_fingerprint = found
+        return Loaded(found_state, int(found_version), None, found_fingerprint or "")
 
     def load(self, game_id: str, idempotency_key: str | None = None) -> Loaded:
         """Read a game and the response under ``idempotency_key`` in one round trip.
 
-        Raises GameMissing, StoreError."""
-        state_key, _ = self._game_keys(game_id)
+        Raises GameExpired, GameMissing, StoreError."""
+        keys = self._keys(game_id)
         with _store_errors():
             pipe = self._connection().client.pipeline(transaction=False)
-            pipe.hmget(state_key, "v", "s")
+            pipe.hmget(keys.state, "v", "s", "f")
             if idempotency_key is not None:
-                pipe.get(self._reply_key(game_id, idempotency_key))
-            (version, state), *replay = pipe.execute()
+                pipe.get(keys.reply(idempotency_key))
+            (version, state, fingerprint), *replay = pipe.execute()
         if version is None:
-            raise GameMissing(game_id)
-        return Loaded(state, int(version), replay[0] if replay else None)
+            self._missing(keys)
+        return Loaded(state, int(version), replay[0] if replay else None, fingerprint or "")
 
-    def save(
-        self,
-        game_id: str,
-        expected_version: int,
-        state: str,
-        version: int,
-        events: list[str],
-        ttl: int,
-        idempotent: IdempotentResponse | None = None,
-    ) -> None:
-        """Replace the game iff at ``expected_version``, in one round trip.
+    def save(self, game_id: str, expected_version: int, state: str, version: int, effects: Effects) -> None:
+        """Replace the game iff at ``expected_version``, with every effect, in one round trip.
 
-        Raises VersionConflict, GameMissing, StoreError."""
-        keys = self._game_keys(game_id)
-        reply: list[Any] = [0, ""]
-        if idempotent is not None:
-            keys.append(self._reply_key(game_id, idempotent.key))
-            reply = [idempotent.ttl, idempotent.response]
+        Raises VersionConflict, GameExpired, GameMissing, StoreFull, StoreError."""
+        keys = self._keys(game_id)
+        shard = ids.shard_of(game_id)
+        reply_key, reply = keys.prefix + "-", [0, ""]
+        if effects.reply is not None:
+            reply_key, reply = keys.reply(effects.reply.key), [effects.reply.ttl, effects.reply.response]
+        index = [index_key(self._prefix, shard, player, which.value)
+                 for player in effects.index_finish or effects.index_keep
+                 for which in (IndexList.ACTIVE, IndexList.FINISHED)]
+        args = [expected_version, version, state, effects.ttl, effects.tombstone_ttl, _expiry(effects.ttl), game_id,
+                _deadline_arg(effects), keys.channel, _event_count(effects), self._max_events,
+                *reply, "1" if effects.index_finish else "0", *_effects_args(effects)]
         with _store_errors():
-            script = self._connection().save
-            outcome = script(
-                keys=keys, args=[expected_version, version, state, ttl, *reply, *events]
-            )
+            outcome = self._connection().save(
+                keys=[keys.state, keys.events, keys.tombstone, keys.due, keys.outbox, reply_key, *index], args=args)
         if outcome == "missing":
-            raise GameMissing(game_id)
+            self._missing(keys)
         if outcome == "conflict":
             raise VersionConflict(f"game {game_id} is no longer at version {expected_version}")
 
     def events(self, game_id: str, after: int) -> list[str]:
-        """Events numbered above ``after`` (negative reads from the start), one round trip.
+        """Stored events numbered above ``after``, one round trip.
 
-        Raises GameMissing, StoreError."""
-        state_key, events_key = self._game_keys(game_id)
+        Raises GameExpired, GameMissing, StoreError."""
+        keys = self._keys(game_id)
+        after = max(after, 0)
         with _store_errors():
-            pipe = self._connection().client.pipeline(transaction=False)
-            pipe.exists(state_key)
-            pipe.lrange(events_key, max(after, 0), -1)
-            exists, found = pipe.execute()
-        if not exists:
-            raise GameMissing(game_id)
+            client = self._connection().client
+            pipe = client.pipeline(transaction=False)
+            pipe.hmget(keys.state, "v", "o")
+            pipe.lrange(keys.events, after, -1)
+            (version, offset), found = pipe.execute()
+            # Only a game past max_events has dropped events: its list starts later.
+            if version is not None and int(offset or 0):
+                found = client.lrange(keys.events, max(after - int(offset), 0), -1)
+        if version is None:
+            self._missing(keys)
         return found
 
     def wait_for_events(self, game_id: str, after: int, timeout: float) -> list[str]:
-        """Events numbered above ``after``, polling up to ``timeout`` s while there are none.
+        """Events numbered above ``after``, waiting up to ``timeout`` s while there are none.
 
-        Raises GameMissing, StoreError."""
+        Subscribes to the game's channel first (confirmed), then reads, then waits for a
+        count above ``after``, so nothing saved in between is missed; waiting sends Redis
+        nothing. Returns early with what there is (usually nothing) when the process is
+        stopping or the client hung up.
+        Raises GameExpired, GameMissing, StoreError, notify.LongPollCapacity."""
+        if timeout >= SPREAD_FROM_SECONDS:
+            timeout -= random.uniform(0, timeout * SPREAD_SHARE)
         deadline = time.monotonic() + timeout
-        while True:
-            found = self.events(game_id, after)
-            remaining = deadline - time.monotonic()
-            if found or remaining <= 0:
-                return found
-            time.sleep(min(POLL_INTERVAL, remaining))
+        keys = self._keys(game_id)
+        with self._connection().notifier.waiting_on(keys.channel, after) as waiter:
+            while True:
+                found = self.events(game_id, after)
+                if found or not waiter.wait(deadline):
+                    return found
+
+    def index_page(self, player: str, which: IndexList, before: tuple[int, str] | None,
+                   limit: int) -> list[tuple[int, str, str]]:
+        """Up to ``limit`` live games of a player's list, newest first, after the cursor ``before``.
+
+        Reads the list in every shard (one round trip per node), then the candidates' states
+        (one more), dropping the entries of expired games; when some had expired it reads on
+        past them, so a page is short only at the end of the list. Raises StoreError."""
+        keys = [index_key(self._prefix, shard, player, which.value) for shard in range(ids.SHARDS)]
+        page: list[tuple[int, str, str]] = []
+        while len(page) < limit:
+            wanted = limit - len(page)
+            candidates, live = self._index_candidates(keys, before, wanted)
+            page += live
+            if len(candidates) < wanted:
+                break  # the end of the list
+            before = candidates[-1][:2]
+        return page
+
+    def _index_candidates(self, keys: list[str], before: tuple[int, str] | None,
+                          limit: int) -> tuple[list[tuple[int, str, str]], list[tuple[int, str, str]]]:
+        """The next ``limit`` entries of the index after ``before`` as (score, game, key), and
+        those of them whose game still lives as (score, game, state)."""
+        top = "+inf" if before is None else before[0]
+        with _store_errors():
+            client = self._connection().client
+            pipe = client.pipeline(transaction=False)
+            for key in keys:
+                # Inclusive of the cursor's score: games created in the same millisecond.
+                pipe.zrevrangebyscore(key, top, "-inf", start=0, num=limit + 1, withscores=True)
+            candidates = sorted(((int(score), game, key) for key, found in zip(keys, pipe.execute())
+                                 for game, score in found if before is None or (int(score), game) < before),
+                                reverse=True)[:limit]
+            pipe = client.pipeline(transaction=False)
+            for _, game, _ in candidates:
+                pipe.hget(self._keys(game).state, "s")
+            states = pipe.execute() if candidates else []
+            for (_, game, key), state in zip(candidates, states):
+                if state is None:
+                    client.zrem(key, game)
+        return candidates, [(score, game, state) for (score, game, _), state in zip(candidates, states)
+                            if state is not None]
+
+    def schedule(self, game_id: str, deadline: float) -> None:
+        """ZADD the deadline to the shard's schedule. Raises StoreError."""
+        with _store_errors():
+            self._connection().client.zadd(self._keys(game_id).due, {game_id: deadline})
+
+    def count(self, key: str, window_seconds: int) -> int:
+        """INCR the counter of the current window (it expires with the window). Raises StoreError."""
+        window = int(time.time() // window_seconds)
+        name = f"{self._prefix}count:{key}:{window}"
+        with _store_errors():
+            pipe = self._connection().client.pipeline(transaction=False)
+            pipe.incr(name)
+            pipe.expire(name, window_seconds + 1)
+            value, _ = pipe.execute()
+        return int(value)
+
+    def shared_secret(self, proposed: str) -> str:
+        """The secret stored at ``<prefix>server-secret``: set once, never expires. Raises StoreError."""
+        name = self._prefix + SECRET_KEY
+        with _store_errors():
+            client = self._connection().client
+            client.set(name, proposed, nx=True)
+            return client.get(name)
 
     def check(self) -> None:
         """PING. Raises StoreError unless Redis answers now."""
@@ -203,30 +394,57 @@ class RedisStore(GameStore):
             self._connection().client.ping()
 
     def close(self) -> None:
-        """Close the pool's connections."""
+        """Close the subscriptions and the pool's connections."""
         if self._built is not None:
+            self._built.notifier.close()
             self._built.client.close()
+
+    def _missing(self, keys: GameKeys) -> None:
+        """Raise GameExpired when the game's tombstone says when it expired, else GameMissing."""
+        with _store_errors():
+            expired_at = self._connection().client.get(keys.tombstone)
+        if expired_at:
+            raise GameExpired(expired_at)
+        raise GameMissing()
+
+    def _keys(self, game_id: str) -> GameKeys:
+        try:
+            return game_keys(self._prefix, game_id)
+        except ValueError:
+            raise GameMissing() from None
 
     def _connection(self) -> _Connection:
         if self._built is None:
             with self._lock:
                 if self._built is None:
-                    client = (RedisCluster if self._is_cluster else Redis).from_url(
-                        self._url, **self._options
-                    )
+                    client = _client(self._url, self._is_cluster, self._options)
                     self._built = _Connection(
-                        client, client.register_script(CREATE_LUA), client.register_script(SAVE_LUA)
+                        client, client.register_script(CREATE_LUA), client.register_script(SAVE_LUA),
+                        notify.Notifier(client, self._max_waiters),
                     )
         return self._built
 
-    def _game_keys(self, game_id: str) -> list[str]:
-        tag = f"{self._prefix}{{{game_id}}}"
-        return [f"{tag}:s", f"{tag}:e"]
 
-    def _reply_key(self, game_id: str, idempotency_key: str) -> str:
-        # Hashed: client keys are arbitrary text and may be long.
-        digest = hashlib.sha256(idempotency_key.encode()).hexdigest()
-        return f"{self._prefix}{{{game_id}}}:i:{digest}"
+def _expiry(ttl: int) -> str:
+    """When a game written now expires, for its tombstone."""
+    return iso_time(time.time() + ttl)
+
+
+def _event_count(effects: Effects) -> int:
+    return effects.event_count
+
+
+def _client(url: str, is_cluster: bool, options: dict[str, Any]) -> Redis | RedisCluster:
+    """A client whose pools block when full (``max_connections``, waiting ``timeout`` s)."""
+    if is_cluster:
+        if url.startswith("redis://"):
+            options = {**options, "connection_class": QuickCheckConnection}
+        return RedisCluster.from_url(url, connection_pool_class=BlockingConnectionPool, **options)
+    pool = BlockingConnectionPool.from_url(url, **options)
+    pool.connection_class = with_quick_check(pool.connection_class)
+    client = Redis(connection_pool=pool)
+    client.auto_close_connection_pool = True  # close() disconnects the pool, as from_url's would
+    return client
 
 
 def _retry_policy() -> Retry:
@@ -240,27 +458,15 @@ def _retry_policy() -> Retry:
     )
 
 
-def _split_cluster_flag(url: str) -> tuple[str, bool]:
-    """The URL as redis-py reads it, and whether it names a cluster.
-
-    Raises ValueError for a scheme this adapter does not serve."""
-    parts = urlsplit(url)
-    if parts.scheme not in SCHEMES:
-        raise ValueError(f"not a Redis URL scheme: {parts.scheme!r}")
-    query = parse_qsl(parts.query, keep_blank_values=True)
-    is_cluster = parts.scheme.endswith(CLUSTER_SUFFIX) or any(
-        name == "cluster" and value.lower() in ("true", "yes", "1") for name, value in query
-    )
-    scheme = parts.scheme.removesuffix(CLUSTER_SUFFIX)
-    kept = urlencode([(name, value) for name, value in query if name != "cluster"])
-    # Built by hand: urlunsplit drops the "//" of "unix:///path", whose netloc is empty.
-    return f"{scheme}://{parts.netloc}{parts.path}{'?' if kept else ''}{kept}", is_cluster
-
-
 @contextmanager
 def _store_errors() -> Iterator[None]:
-    """Turn every redis-py failure into StoreError (HTTP 503)."""
+    """Turn every redis-py failure into StoreError (HTTP 503): StoreFull when Redis refused a
+    write for lack of memory (a script with the ``#!lua`` shebang is refused before it runs)."""
     try:
         yield
+    except OutOfMemoryError as error:
+        logger.warning("redis is out of memory: writes are refused")
+        raise StoreFull() from error
     except (RedisError, RedisClusterException) as error:
-        raise StoreError(f"redis: {type(error).__name__}: {error}") from error
+        logger.error("game store unavailable: %s: %s", type(error).__name__, error)
+        raise StoreError() from error

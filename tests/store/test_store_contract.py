@@ -4,23 +4,22 @@ from __future__ import annotations
 import json
 import threading
 import time
-import uuid
 
 import pytest
 
+from service import ids
 from service.store import (
+    GameExpired,
     GameMissing,
     GameStore,
     IdempotentResponse,
+    IndexList,
     Loaded,
+    MemoryStore,
+    OutboxEntry,
     VersionConflict,
 )
-
-TTL = 60
-
-
-def new_id() -> str:
-    return f"g_{uuid.uuid4().hex}"
+from tests.store.support import TTL, effects, new_id
 
 
 def state_text(label: str) -> str:
@@ -32,87 +31,90 @@ def state_text(label: str) -> str:
 def game(store: GameStore) -> str:
     """A game at version 1 with events e1..e3."""
     game_id = new_id()
-    store.create(game_id, state_text("v1"), 1, ["e1", "e2", "e3"], TTL)
+    assert store.create(game_id, state_text("v1"), 1, effects("e1", "e2", "e3")) is None
     return game_id
 
 
 def test_create_then_load_round_trips(store: GameStore) -> None:
     game_id = new_id()
-    store.create(game_id, state_text("start"), 7, ["dealt"], TTL)
-    assert store.load(game_id) == Loaded(state_text("start"), 7, None)
+    store.create(game_id, state_text("start"), 7, effects("dealt"), fingerprint="fp")
+    assert store.load(game_id) == Loaded(state_text("start"), 7, None, "fp")
     assert store.events(game_id, 0) == ["dealt"]
 
 
-def test_create_refuses_a_taken_id_and_keeps_the_game(store: GameStore, game: str) -> None:
-    with pytest.raises(ValueError):
-        store.create(game, state_text("intruder"), 1, ["x"], TTL)
-    assert store.load(game) == Loaded(state_text("v1"), 1, None)
+def test_create_on_a_taken_id_returns_that_game_and_writes_nothing(store: GameStore, game: str) -> None:
+    found = store.create(game, state_text("intruder"), 1, effects("x"), fingerprint="other")
+    assert found == Loaded(state_text("v1"), 1, None, "")
+    assert store.load(game) == Loaded(state_text("v1"), 1, None, "")
     assert store.events(game, 0) == ["e1", "e2", "e3"]
 
 
 def test_a_game_may_start_without_events(store: GameStore) -> None:
     game_id = new_id()
-    store.create(game_id, state_text("quiet"), 1, [], TTL)
+    store.create(game_id, state_text("quiet"), 1, effects())
     assert store.events(game_id, 0) == []
-    store.save(game_id, 1, state_text("v2"), 2, ["first"], TTL)
+    store.save(game_id, 1, state_text("v2"), 2, effects("first"))
     assert store.events(game_id, 0) == ["first"]
 
 
 def test_every_read_and_write_of_an_unknown_game_is_game_missing(store: GameStore) -> None:
     unknown = new_id()
-    with pytest.raises(GameMissing):
-        store.load(unknown)
-    with pytest.raises(GameMissing):
-        store.load(unknown, idempotency_key="k")
-    with pytest.raises(GameMissing):
-        store.save(unknown, 1, state_text("v2"), 2, ["e"], TTL)
-    with pytest.raises(GameMissing):
-        store.events(unknown, 0)
-    with pytest.raises(GameMissing):
-        store.wait_for_events(unknown, 0, timeout=0.5)
+    for call in (lambda: store.load(unknown), lambda: store.load(unknown, idempotency_key="k"),
+                 lambda: store.save(unknown, 1, state_text("v2"), 2, effects("e")),
+                 lambda: store.events(unknown, 0), lambda: store.wait_for_events(unknown, 0, timeout=0.5)):
+        with pytest.raises(GameMissing) as missing:
+            call()
+        assert type(missing.value) is GameMissing
 
 
-def test_save_at_the_expected_version_replaces_state_and_appends_events(
-    store: GameStore, game: str
-) -> None:
-    store.save(game, 1, state_text("v2"), 2, ["e4", "e5"], TTL)
+def test_an_id_of_no_shard_is_game_missing(store: GameStore) -> None:
+    outside = "g_" + "A" * 22
+    assert ids.shard_of(outside) is None
+    with pytest.raises(GameMissing):
+        store.load(outside)
+
+
+def test_save_at_the_expected_version_replaces_state_and_appends_events(store: GameStore, game: str) -> None:
+    store.save(game, 1, state_text("v2"), 2, effects("e4", "e5"))
     assert store.load(game) == Loaded(state_text("v2"), 2, None)
     assert store.events(game, 0) == ["e1", "e2", "e3", "e4", "e5"]
-    store.save(game, 2, state_text("v3"), 3, [], TTL)
+    store.save(game, 2, state_text("v3"), 3, effects())
     assert store.load(game) == Loaded(state_text("v3"), 3, None)
     assert store.events(game, 0) == ["e1", "e2", "e3", "e4", "e5"]
 
 
 def test_a_stale_save_conflicts_and_changes_nothing(store: GameStore, game: str) -> None:
-    store.save(game, 1, state_text("v2"), 2, ["e4"], TTL)
+    store.save(game, 1, state_text("v2"), 2, effects("e4"))
     stale_reply = IdempotentResponse("stale-key", "stale response", TTL)
     with pytest.raises(VersionConflict):
-        store.save(game, 1, state_text("stale"), 2, ["stale event"], TTL, stale_reply)
+        store.save(game, 1, state_text("stale"), 2, effects("stale event", reply=stale_reply))
     assert store.load(game, idempotency_key="stale-key") == Loaded(state_text("v2"), 2, None)
     assert store.events(game, 0) == ["e1", "e2", "e3", "e4"]
 
 
 @pytest.mark.parametrize(
     ("after", "expected"),
-    [
-        (-5, ["e1", "e2", "e3", "e4"]),
-        (0, ["e1", "e2", "e3", "e4"]),
-        (1, ["e2", "e3", "e4"]),
-        (3, ["e4"]),
-        (4, []),
-        (99, []),
-    ],
+    [(-5, ["e1", "e2", "e3", "e4"]), (0, ["e1", "e2", "e3", "e4"]), (1, ["e2", "e3", "e4"]), (3, ["e4"]),
+     (4, []), (99, [])],
 )
-def test_events_after_a_sequence_number(
-    store: GameStore, game: str, after: int, expected: list[str]
-) -> None:
-    store.save(game, 1, state_text("v2"), 2, ["e4"], TTL)
+def test_events_after_a_sequence_number(store: GameStore, game: str, after: int, expected: list[str]) -> None:
+    store.save(game, 1, state_text("v2"), 2, effects("e4"))
     assert store.events(game, after) == expected
+
+
+def test_only_the_newest_events_are_kept_and_numbers_still_count_from_the_first() -> None:
+    for store in (MemoryStore(max_events=5),):
+        game_id = new_id()
+        store.create(game_id, "s", 1, effects("e1", "e2", "e3"))
+        store.save(game_id, 1, "s", 2, effects("e4", "e5", "e6", "e7"))
+        assert store.events(game_id, 0) == ["e3", "e4", "e5", "e6", "e7"]
+        assert store.events(game_id, 5) == ["e6", "e7"]
+        assert store.events(game_id, 7) == []
 
 
 def test_an_idempotent_response_is_replayed_for_its_key_only(store: GameStore, game: str) -> None:
     reply = IdempotentResponse("client-key-1", '{"version": 2}', TTL)
-    store.save(game, 1, state_text("v2"), 2, ["e4"], TTL, reply)
+    store.save(game, 1, state_text("v2"), 2, effects("e4", reply=reply))
     assert store.load(game, idempotency_key="client-key-1").replay == '{"version": 2}'
     assert store.load(game, idempotency_key="another-key").replay is None
     assert store.load(game).replay is None
@@ -120,30 +122,31 @@ def test_an_idempotent_response_is_replayed_for_its_key_only(store: GameStore, g
 
 def test_idempotency_keys_belong_to_one_game(store: GameStore, game: str) -> None:
     other = new_id()
-    store.create(other, state_text("other"), 1, [], TTL)
-    store.save(game, 1, state_text("v2"), 2, [], TTL, IdempotentResponse("shared", "mine", TTL))
+    store.create(other, state_text("other"), 1, effects())
+    store.save(game, 1, state_text("v2"), 2, effects(reply=IdempotentResponse("shared", "mine", TTL)))
     assert store.load(other, idempotency_key="shared").replay is None
 
 
 def test_an_idempotent_response_expires_with_its_ttl(store: GameStore, game: str) -> None:
-    store.save(game, 1, state_text("v2"), 2, [], TTL, IdempotentResponse("short", "reply", 1))
+    store.save(game, 1, state_text("v2"), 2, effects(reply=IdempotentResponse("short", "reply", 1)))
     assert store.load(game, idempotency_key="short").replay == "reply"
     time.sleep(1.3)
     assert store.load(game, idempotency_key="short") == Loaded(state_text("v2"), 2, None)
 
 
-def test_a_save_refreshes_the_ttl_of_state_and_events(store: GameStore) -> None:
+def test_a_save_refreshes_the_ttl_and_an_expired_game_leaves_a_tombstone(store: GameStore) -> None:
     game_id = new_id()
-    store.create(game_id, state_text("v1"), 1, ["e1"], ttl=1)
-    store.save(game_id, 1, state_text("v2"), 2, ["e2"], ttl=2)
+    store.create(game_id, state_text("v1"), 1, effects("e1", ttl=1))
+    store.save(game_id, 1, state_text("v2"), 2, effects("e2", ttl=2))
     time.sleep(1.3)  # past the ttl of create, within the ttl of save
     assert store.load(game_id).version == 2
     assert store.events(game_id, 0) == ["e1", "e2"]
-    time.sleep(1.0)  # past the ttl of save
-    with pytest.raises(GameMissing):
-        store.load(game_id)
-    with pytest.raises(GameMissing):
-        store.events(game_id, 0)
+    time.sleep(1.0)  # past the ttl of save, within the tombstone's
+    for call in (lambda: store.load(game_id), lambda: store.events(game_id, 0),
+                 lambda: store.save(game_id, 2, "x", 3, effects("e3"))):
+        with pytest.raises(GameExpired) as expired:
+            call()
+        assert expired.value.status == 410 and expired.value.params["expired_at"].endswith("Z")
 
 
 def test_wait_for_events_returns_those_already_there_at_once(store: GameStore, game: str) -> None:
@@ -155,7 +158,7 @@ def test_wait_for_events_returns_those_already_there_at_once(store: GameStore, g
 def test_wait_for_events_returns_early_on_a_concurrent_save(store: GameStore, game: str) -> None:
     def save_later() -> None:
         time.sleep(0.3)
-        store.save(game, 1, state_text("v2"), 2, ["e4", "e5"], TTL)
+        store.save(game, 1, state_text("v2"), 2, effects("e4", "e5", count=5))
 
     saver = threading.Thread(target=save_later)
     started = time.monotonic()
@@ -183,7 +186,7 @@ def test_of_racing_saves_on_one_version_exactly_one_wins(store: GameStore, game:
     def race(number: int) -> None:
         start_together.wait()
         try:
-            store.save(game, 1, state_text(f"racer {number}"), 2, [f"move {number}"], TTL)
+            store.save(game, 1, state_text(f"racer {number}"), 2, effects(f"move {number}"))
         except VersionConflict:
             losers.append(number)
         else:
@@ -200,5 +203,51 @@ def test_of_racing_saves_on_one_version_exactly_one_wins(store: GameStore, game:
     assert store.events(game, 3) == [f"move {winners[0]}"]
 
 
+def test_the_player_index_lists_games_newest_first_by_page_and_moves_finished_ones(store: GameStore) -> None:
+    player = f"p{new_id()[2:]}"
+    games = [new_id() for _ in range(5)]
+    for created, game_id in enumerate(games):
+        store.create(game_id, state_text(game_id), 1, effects(index_add=(player,)), created_at_ms=1000 + created)
+    first = store.index_page(player, IndexList.ACTIVE, None, 2)
+    assert [game for _, game, _ in first] == [games[4], games[3]]
+    assert first[0][2] == state_text(games[4])
+    rest = store.index_page(player, IndexList.ACTIVE, first[-1][:2], 10)
+    assert [game for _, game, _ in rest] == [games[2], games[1], games[0]]
+    store.save(games[2], 1, state_text("over"), 2, effects(index_finish=(player,)))
+    assert [g for _, g, _ in store.index_page(player, IndexList.ACTIVE, None, 10)] == [games[4], games[3], games[1], games[0]]
+    assert store.index_page(player, IndexList.FINISHED, None, 10) == [(1002, games[2], state_text("over"))]
+    assert store.index_page(f"x{player}", IndexList.ACTIVE, None, 10) == []
+
+
+def test_the_index_leaves_out_games_that_expired(store: GameStore) -> None:
+    player = f"p{new_id()[2:]}"
+    short, long = new_id(), new_id()
+    store.create(short, "s", 1, effects(ttl=1, index_add=(player,)), created_at_ms=2)
+    store.create(long, "s", 1, effects(index_add=(player,)), created_at_ms=1)
+    time.sleep(1.3)
+    assert [game for _, game, _ in store.index_page(player, IndexList.ACTIVE, None, 10)] == [long]
+
+
+def test_counters_count_per_window(store: GameStore) -> None:
+    key = f"k{new_id()}"
+    assert [store.count(key, 60) for _ in range(3)] == [1, 2, 3]
+    assert store.count(f"other{key}", 60) == 1
+
+
+def test_the_shared_secret_is_the_first_one_proposed(store: GameStore) -> None:
+    first = store.shared_secret("first-proposal-" + new_id())
+    assert store.shared_secret("second-proposal") == first
+
+
 def test_check_passes_when_the_backend_answers(store: GameStore) -> None:
     store.check()
+
+
+def test_memory_keeps_the_outbox_and_the_schedule_of_deadlines() -> None:
+    store = MemoryStore()
+    game_id = new_id()
+    entry = OutboxEntry("wh_1", "https://hooks.example/x", "{}", game_id, "turn")
+    store.create(game_id, "s", 1, effects(timed=True, deadline=100.0, outbox=(entry,)))
+    assert list(store.outbox) == [entry] and store.deadlines == {game_id: 100.0}
+    store.save(game_id, 1, "s", 2, effects(timed=True, deadline=None))
+    assert store.deadlines == {}

@@ -8,6 +8,7 @@ from collections.abc import Callable
 import pytest
 
 from service.store import GameStore, IdempotentResponse, StoreError, store_from_url
+from tests.store.support import effects, new_id
 from tests.redis_servers import RedisServer
 
 # The promise to the service: a request on a broken Redis becomes a 503 this fast.
@@ -18,11 +19,9 @@ TTL = 60
 def every_call(store: GameStore, game_id: str) -> dict[str, Callable[[], object]]:
     """One call of each store method on ``game_id`` (at version 1)."""
     return {
-        "create": lambda: store.create(f"{game_id}-new", "s", 1, ["e"], TTL),
+        "create": lambda: store.create(new_id(), "s", 1, effects("e")),
         "load": lambda: store.load(game_id, idempotency_key="k"),
-        "save": lambda: store.save(
-            game_id, 1, "during outage", 2, ["e"], TTL, IdempotentResponse("k", "r", TTL)
-        ),
+        "save": lambda: store.save(game_id, 1, "during outage", 2, effects("e", reply=IdempotentResponse("k", "r", TTL))),
         "events": lambda: store.events(game_id, 0),
         "wait_for_events": lambda: store.wait_for_events(game_id, 1, timeout=10),
         "check": store.check,
@@ -47,32 +46,34 @@ def store_on(private_redis: RedisServer):
 def test_a_dead_redis_fails_every_call_fast_and_a_restart_heals_the_same_store(
     private_redis: RedisServer, store_on: GameStore
 ) -> None:
-    store_on.create("g_outage", "state 1", 1, ["e1"], TTL)
+    game = new_id()
+    store_on.create(game, "state 1", 1, effects("e1"))
     store_on.check()  # leaves a pooled connection that the crash breaks
 
     private_redis.kill()
-    assert_each_fails_fast(every_call(store_on, "g_outage"))
+    assert_each_fails_fast(every_call(store_on, game))
 
     private_redis.start()  # same port and append-only file
-    assert store_on.load("g_outage").state == "state 1"
-    store_on.save("g_outage", 1, "state 2", 2, ["e2"], TTL)
-    assert store_on.events("g_outage", 0) == ["e1", "e2"]
+    assert store_on.load(game).state == "state 1"
+    store_on.save(game, 1, "state 2", 2, effects("e2"))
+    assert store_on.events(game, 0) == ["e1", "e2"]
     store_on.check()
 
 
 def test_a_hung_redis_fails_every_call_fast_and_recovers(
     private_redis: RedisServer, store_on: GameStore
 ) -> None:
-    store_on.create("g_hung", "state 1", 1, ["e1"], TTL)
+    game = new_id()
+    store_on.create(game, "state 1", 1, effects("e1"))
 
     private_redis.pause()
     try:
-        assert_each_fails_fast(every_call(store_on, "g_hung"))
+        assert_each_fails_fast(every_call(store_on, game))
     finally:
         private_redis.resume()
 
     # The paused server still holds the commands sent to it and runs them on resuming:
     # a write that timed out may or may not have happened, which is what the version
     # check and idempotency keys are for.
-    assert store_on.load("g_hung").version in (1, 2)
+    assert store_on.load(game).version in (1, 2)
     store_on.check()

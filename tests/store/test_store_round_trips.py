@@ -7,9 +7,9 @@ import pytest
 import redis
 
 from service.store import IdempotentResponse, RedisStore, store_from_url
+from tests.store.support import effects, new_id
 from tests.redis_servers import RedisServer
 
-TTL = 60
 STATE = "x" * 1500  # about the size of a serialised game
 
 
@@ -34,20 +34,23 @@ def round_trips(call, *args, **kwargs) -> int:
 def counted_store(private_redis: RedisServer):
     built = store_from_url(private_redis.url, prefix="rt:", connection_class=CountingConnection)
     # Warm up: connect and load the scripts, which happens once per process.
-    built.create("g_warm", STATE, 1, ["e"], TTL)
-    built.save("g_warm", 1, STATE, 2, ["e"], TTL)
-    built.create("g_rt", STATE, 1, ["e1"], TTL)
+    warm = new_id()
+    built.create(warm, STATE, 1, effects("e"))
+    built.save(warm, 1, STATE, 2, effects("e"))
+    built.game = new_id()
+    built.create(built.game, STATE, 1, effects("e1"))
     yield built
     built.close()
 
 
 def test_each_call_is_one_round_trip(counted_store: RedisStore) -> None:
-    reply = IdempotentResponse("key", "response", TTL)
-    assert round_trips(counted_store.save, "g_rt", 1, STATE, 2, ["e2", "e3"], TTL, reply) == 1
-    assert round_trips(counted_store.load, "g_rt", idempotency_key="key") == 1
-    assert round_trips(counted_store.load, "g_rt") == 1
-    assert round_trips(counted_store.events, "g_rt", 1) == 1
-    assert round_trips(counted_store.create, "g_rt2", STATE, 1, ["e1"], TTL) == 1
+    game = counted_store.game
+    reply = IdempotentResponse("key", "response", 60)
+    assert round_trips(counted_store.save, game, 1, STATE, 2, effects("e2", "e3", reply=reply)) == 1
+    assert round_trips(counted_store.load, game, idempotency_key="key") == 1
+    assert round_trips(counted_store.load, game) == 1
+    assert round_trips(counted_store.events, game, 1) == 1
+    assert round_trips(counted_store.create, new_id(), STATE, 1, effects("e1")) == 1
     assert round_trips(counted_store.check) == 1
 
 
@@ -56,8 +59,8 @@ def test_the_server_runs_one_script_per_save_and_two_reads_per_load(
 ) -> None:
     with private_redis.client() as admin:
         admin.config_resetstat()
-        counted_store.save("g_rt", 1, STATE, 2, ["e2"], TTL, IdempotentResponse("k", "r", TTL))
-        counted_store.load("g_rt", idempotency_key="k")
+        counted_store.save(counted_store.game, 1, STATE, 2, effects("e2", reply=IdempotentResponse("k", "r", 60)))
+        counted_store.load(counted_store.game, idempotency_key="k")
         calls = {
             name.removeprefix("cmdstat_"): stats["calls"]
             for name, stats in admin.info("commandstats").items()

@@ -1,0 +1,558 @@
+"""Long-poll wake-ups: one sharded pub/sub subscription per process, fanned out to its waiters.
+
+Every successful create and save script ends with ``SPUBLISH <prefix>{<game id>}:n <count>``,
+the game's new event count; the channel carries the game's hash tag, so on Redis Cluster it
+lives on the game's shard. A process keeps, per game with long-polls waiting in it, the set
+of its waiters: it sends SSUBSCRIBE when the first one arrives and SUNSUBSCRIBE once the last
+one has left and none came back for LINGER_SECONDS (a client answered asks again at once:
+its next long-poll then finds the subscription in place), and it wakes the waiters whose
+``after`` the published count passes. An idle waiter costs Redis nothing: no command, no
+connection of its own.
+
+Order for a waiter: subscribed (confirmed by Redis), then read the events, then wait; an event
+saved between the read and the wait is published after the subscription and still wakes it.
+
+A subscription connection that breaks (Redis restarted, a network cut) is made again with
+backoff; once Redis confirms the subscriptions again, every waiter on it is woken to read
+again, so what was saved meanwhile is found in the events list, not lost.
+
+One connection per Redis node, each read by its own thread (a greenlet under gevent): one for
+a single server, one per master on a cluster, where each channel goes to its slot's master.
+redis-py's ``PubSub`` is not used: it reconnects and resubscribes inside a read on its own, so
+a break would go unnoticed and the waiters would not read again; its ``ClusterPubSub`` polls
+the nodes one after the other with a timeout, which delays messages.
+"""
+from __future__ import annotations
+
+import contextvars
+import enum
+import logging
+import random
+import socket
+import threading
+import time
+import weakref
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from redis import Redis
+from redis.backoff import NoBackoff
+from redis.cluster import RedisCluster
+from redis.connection import AbstractConnection
+from redis.exceptions import RedisClusterException, RedisError
+from redis.retry import Retry
+
+from service.rules.errors import GameError
+from service.store.base import StoreError
+
+log = logging.getLogger(__name__)
+
+# The client connection of the request being served, set by the WSGI layer
+# (service/http_limits.py): a waiter stops at once when the client hangs up.
+REQUESTER: contextvars.ContextVar[socket.socket | None] = contextvars.ContextVar(
+    "ginrummy_requester", default=None
+)
+
+# A waiter waits this long for Redis to confirm its subscription, like any store call on a
+# Redis that does not answer; then the long-poll fails with StoreError (503).
+CONFIRM_TIMEOUT_SECONDS = 1.0
+# Reconnecting a broken subscription: exponential backoff between these, with jitter.
+RECONNECT_FIRST_DELAY = 0.05
+RECONNECT_MAX_DELAY = 2.0
+# How long a game's subscription outlives its last waiter, for the same client's next long-poll.
+LINGER_SECONDS = 5.0
+# A client turned away because the process holds its maximum of waiters retries after this.
+CAPACITY_RETRY_AFTER_SECONDS = 2
+
+# The subscription connection sends nothing while nobody subscribes or leaves, so a dead
+# peer (a Redis host gone without closing the connection) is noticed by TCP keep-alive
+# probes instead of commands: after about 10 + 3 x 5 = 25 s of silence.
+KEEPALIVE_OPTIONS = {
+    option: value
+    for option, value in (("TCP_KEEPIDLE", 10), ("TCP_KEEPINTVL", 5), ("TCP_KEEPCNT", 3))
+    if hasattr(socket, option)
+}
+
+
+class LongPollCapacity(GameError):
+    """This process already holds its maximum of waiting long-polls (503, Retry-After)."""
+
+    status = 503
+    code = "long_poll_capacity"
+
+    def __init__(self, max_waiters: int) -> None:
+        super().__init__(
+            f"this server already holds {max_waiters} waiting requests; retry shortly",
+            params={"max_waiters": max_waiters, "retry_after": CAPACITY_RETRY_AFTER_SECONDS},
+        )
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": str(CAPACITY_RETRY_AFTER_SECONDS)}
+
+
+class Wake(enum.Enum):
+    """Why a waiter woke up."""
+
+    EVENTS = "events"  # a save published a count past the waiter's
+    RESYNC = "resync"  # the subscription was broken and is back: read again
+    SHUTDOWN = "shutdown"  # the process is stopping: answer now
+
+
+# The notifiers of this process, for stop_waiting (there is one per store).
+_notifiers: weakref.WeakSet[Notifier] = weakref.WeakSet()
+_stopping = False
+
+
+def stop_waiting() -> None:
+    """The process is shutting down: wake every waiter (its long-poll answers with what it
+    has, usually nothing) and let later ones answer at once."""
+    global _stopping
+    _stopping = True
+    for notifier in list(_notifiers):
+        notifier.wake_all(Wake.SHUTDOWN)
+
+
+def stopping() -> bool:
+    """Whether stop_waiting was called in this process."""
+    return _stopping
+
+
+class Waiter:
+    """One long-poll on one channel, waiting for a count above ``after``."""
+
+    __slots__ = ("channel", "after", "_lock", "_event", "_wake", "_hung_up", "__weakref__")
+
+    def __init__(self, channel: str, after: int, lock: threading.Lock, wake: Wake | None = None) -> None:
+        self.channel = channel
+        self.after = after
+        self._lock = lock
+        self._event = threading.Event()
+        self._wake = wake
+        self._hung_up = False
+        if wake is not None:
+            self._event.set()
+
+    def wait(self, deadline: float) -> bool:
+        """Wait until woken or until ``deadline`` (time.monotonic()).
+
+        True: something may have changed, read the events again. False: the time is up, the
+        process is stopping or the client hung up; answer with what there is."""
+        remaining = deadline - time.monotonic()
+        if remaining > 0 and not self._event.is_set():
+            with _hangup_watch(self):
+                self._event.wait(remaining)
+        with self._lock:
+            wake = self._wake
+            if wake is not Wake.SHUTDOWN:  # a stop stays: every later wait returns at once
+                self._wake = None
+                self._event.clear()
+        return not self._hung_up and wake in (Wake.EVENTS, Wake.RESYNC)
+
+    def _set(self, wake: Wake) -> None:
+        """Called with the notifier's lock held."""
+        if self._wake is not Wake.SHUTDOWN:
+            self._wake = wake
+        self._event.set()
+
+    def _hang_up(self) -> None:
+        """The client closed its connection (called from the event loop, no lock taken)."""
+        self._hung_up = True
+        self._event.set()
+
+
+class _Channel:
+    """A game's channel with waiters in this process, and its subscription's state."""
+
+    __slots__ = ("name", "waiters", "link", "pending", "confirmed", "stale")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.waiters: set[Waiter] = set()
+        self.link: _Link | None = None
+        self.pending = 0  # SSUBSCRIBEs sent and not yet confirmed
+        self.confirmed = threading.Event()
+        self.stale = False  # a break happened: wake the waiters once confirmed again
+
+
+class Notifier:
+    """Fan-out of published event counts to the waiters of this process.
+
+    ``client`` is the store's redis-py client (a ``Redis`` or a ``RedisCluster``); its
+    connection settings (address, credentials, TLS, timeouts) are used for the subscription
+    connections, which are not taken from its pool. At most ``max_waiters`` wait at once;
+    a game's subscription ends ``linger`` seconds after its last waiter left (0: at once).
+    """
+
+    def __init__(self, client: Redis | RedisCluster, max_waiters: int, linger: float | None = None) -> None:
+        if max_waiters < 1:
+            raise ValueError(f"max_waiters must be at least 1, not {max_waiters}")
+        self._client = client
+        self._max_waiters = max_waiters
+        self._lock = threading.Lock()
+        self._channels: dict[str, _Channel] = {}
+        self._links: dict[str, _Link] = {}
+        self._waiting = 0
+        self._closed = False
+        self._linger = LINGER_SECONDS if linger is None else linger
+        self._idle: dict[str, float] = {}  # channels without waiters: since when (monotonic)
+        self._sweeper: threading.Thread | None = None
+        _notifiers.add(self)
+
+    @property
+    def waiting(self) -> int:
+        """How many waiters there are now."""
+        return self._waiting
+
+    @property
+    def max_waiters(self) -> int:
+        return self._max_waiters
+
+    def subscribed_channels(self) -> set[str]:
+        """The channels subscribed now: with waiters, or left by the last one less than
+        ``linger`` seconds ago (for tests and metrics)."""
+        with self._lock:
+            return set(self._channels)
+
+    @contextmanager
+    def waiting_on(self, channel: str, after: int) -> Iterator[Waiter]:
+        """A waiter for counts above ``after`` on ``channel``, subscribed and confirmed.
+
+        Raises LongPollCapacity when this process already holds ``max_waiters``, StoreError
+        when Redis does not confirm the subscription within CONFIRM_TIMEOUT_SECONDS. While
+        the process stops, the waiter is born woken and nothing is subscribed."""
+        waiter, state = self._enter(channel, after)
+        try:
+            if state is not None and not state.confirmed.wait(CONFIRM_TIMEOUT_SECONDS):
+                log.error("long-poll subscriptions: redis did not confirm within %s s", CONFIRM_TIMEOUT_SECONDS)
+                raise StoreError()
+            yield waiter
+        finally:
+            if state is not None:
+                self._leave(waiter, state)
+
+    def wake_all(self, wake: Wake) -> None:
+        """Wake every waiter with ``wake``."""
+        with self._lock:
+            for state in self._channels.values():
+                for waiter in state.waiters:
+                    waiter._set(wake)
+
+    def close(self) -> None:
+        """Wake every waiter (SHUTDOWN) and close the subscription connections."""
+        with self._lock:
+            self._closed = True
+            links = list(self._links.values())
+        self.wake_all(Wake.SHUTDOWN)
+        for link in links:
+            link.close()
+
+    def _enter(self, channel: str, after: int) -> tuple[Waiter, _Channel | None]:
+        with self._lock:
+            if _stopping or self._closed:
+                return Waiter(channel, after, self._lock, Wake.SHUTDOWN), None
+            if self._waiting >= self._max_waiters:
+                raise LongPollCapacity(self._max_waiters)
+            waiter = Waiter(channel, after, self._lock)
+            state = self._channels.get(channel)
+            if state is None:
+                state = self._channels[channel] = _Channel(channel)
+            self._idle.pop(channel, None)
+            state.waiters.add(waiter)
+            self._waiting += 1
+            if state.link is None:
+                try:
+                    self._link_for(channel).add(state)
+                except (RedisError, RedisClusterException) as error:
+                    state.waiters.discard(waiter)
+                    self._waiting -= 1
+                    del self._channels[channel]
+                    log.error("long-poll subscriptions: %s: %s", type(error).__name__, error)
+                    raise StoreError() from error
+            return waiter, state
+
+    def _leave(self, waiter: Waiter, state: _Channel) -> None:
+        with self._lock:
+            state.waiters.discard(waiter)
+            self._waiting -= 1
+            if state.waiters:
+                return
+            if self._linger > 0 and not self._closed and self._channels.get(state.name) is state:
+                self._idle[state.name] = time.monotonic()
+                if self._sweeper is None:
+                    self._sweeper = threading.Thread(target=self._sweep, name="subscriptions sweeper", daemon=True)
+                    self._sweeper.start()
+                return
+            self._unsubscribe(state)
+
+    def _unsubscribe(self, state: _Channel) -> None:
+        """Forget a channel without waiters (lock held)."""
+        if self._channels.get(state.name) is state:
+            del self._channels[state.name]
+        if state.link is not None:
+            state.link.remove(state)
+
+    def _sweep(self) -> None:
+        """Unsubscribe the channels left alone for ``linger`` seconds; ends when none is left."""
+        while True:
+            time.sleep(self._linger / 2)
+            with self._lock:
+                now = time.monotonic()
+                for name, since in list(self._idle.items()):
+                    state = self._channels.get(name)
+                    if state is not None and state.waiters:
+                        del self._idle[name]
+                    elif now - since >= self._linger:
+                        del self._idle[name]
+                        if state is not None:
+                            self._unsubscribe(state)
+                if not self._idle or self._closed:
+                    self._sweeper = None
+                    return
+
+    def _link_for(self, channel: str) -> _Link:
+        """The link of the node that serves ``channel`` (lock held)."""
+        if isinstance(self._client, RedisCluster):
+            node = self._client.get_node_from_key(channel)
+            if node is None:
+                raise RedisClusterException(f"no cluster node serves the slot of {channel}")
+            key = node.name
+            pool = self._client.get_redis_connection(node).connection_pool
+        else:
+            key, pool = "", self._client.connection_pool
+        link = self._links.get(key)
+        if link is None:
+            link = self._links[key] = _Link(self, key, _connection_factory(pool))
+        return link
+
+    def _reroute(self, link: _Link) -> None:
+        """After a break on a cluster: send the link's channels to their slots' current
+        masters (lock held; the topology was refreshed by the caller)."""
+        for state in list(link.channels.values()):
+            target = self._link_for(state.name)
+            if target is not link:
+                link.channels.pop(state.name, None)
+                target.add(state)
+
+    def _refresh_topology(self) -> None:
+        """Ask the cluster for its slots again (outside the lock: network)."""
+        if isinstance(self._client, RedisCluster):
+            try:
+                self._client.nodes_manager.initialize()
+            except (RedisError, RedisClusterException, OSError) as error:
+                log.warning("long-poll subscriptions: cannot refresh the cluster layout: %s", error)
+
+
+def _connection_factory(pool: Any) -> Callable[[], AbstractConnection]:
+    """New connections like the pool's, but for a subscription: no health-check PING (it
+    would read a reply the reader thread expects), no retries (a break must be seen),
+    TCP keep-alive on."""
+    options = {
+        **pool.connection_kwargs,
+        "health_check_interval": 0,
+        # The dispatcher compares channel names as text.
+        "decode_responses": True,
+        "retry": Retry(NoBackoff(), 0),
+        "socket_keepalive": True,
+        "socket_keepalive_options": {getattr(socket, name): value for name, value in KEEPALIVE_OPTIONS.items()},
+    }
+    return lambda: pool.connection_class(**options)
+
+
+class _Link:
+    """One subscription connection to one Redis node and the thread that reads it.
+
+    Every method but ``_run`` and ``close`` is called with the notifier's lock held; commands
+    are sent under that lock too, so they go out in the order the state changed."""
+
+    def __init__(self, notifier: Notifier, key: str, connect: Callable[[], AbstractConnection]) -> None:
+        self.notifier = notifier
+        self.key = key
+        self.connect = connect
+        self.channels: dict[str, _Channel] = {}
+        self.unsubscribing: Counter[str] = Counter()
+        self.connection: AbstractConnection | None = None
+        self.reader: threading.Thread | None = None
+        self.closed = False
+
+    def add(self, state: _Channel) -> None:
+        self.channels[state.name] = state
+        state.link = self
+        state.confirmed.clear()
+        if self.connection is not None:
+            state.pending += 1
+            self._send([("SSUBSCRIBE", state.name)])
+        if self.reader is None:
+            self.reader = threading.Thread(target=self._run, name=f"subscriber {self.key}", daemon=True)
+            self.reader.start()
+
+    def remove(self, state: _Channel) -> None:
+        if self.channels.get(state.name) is not state:
+            return
+        del self.channels[state.name]
+        state.link = None
+        if self.connection is not None:
+            self.unsubscribing[state.name] += 1
+            self._send([("SUNSUBSCRIBE", state.name)])
+
+    def close(self) -> None:
+        with self.notifier._lock:
+            self.closed = True
+            connection = self.connection
+        if connection is not None:
+            connection.disconnect()
+
+    def _send(self, commands: list[tuple[str, ...]]) -> None:
+        """Send ``commands``; a failure closes the connection, which the reader then sees."""
+        try:
+            self.connection.send_packed_command(self.connection.pack_commands(commands), check_health=False)
+        except (RedisError, OSError) as error:
+            log.warning("long-poll subscriptions: sending to redis %s failed: %s", self.key or "server", error)
+            self.connection.disconnect()
+
+    def _run(self) -> None:
+        delay = RECONNECT_FIRST_DELAY
+        while True:
+            with self.notifier._lock:
+                if self.closed or not self.channels:
+                    self.reader = None
+                    return
+            started = time.monotonic()
+            try:
+                connection = self.connect()
+                connection.connect()
+            except (RedisError, OSError) as error:
+                log.warning("long-poll subscriptions: cannot connect to redis %s: %s", self.key or "server", error)
+            else:
+                self._listen(connection)
+                if not self.closed:
+                    self.notifier._refresh_topology()
+                    with self.notifier._lock:
+                        self.notifier._reroute(self)
+            if time.monotonic() - started > 1.0:
+                delay = RECONNECT_FIRST_DELAY  # it worked for a while: a new break starts over
+            time.sleep(delay * random.uniform(0.5, 1.0))
+            delay = min(delay * 2, RECONNECT_MAX_DELAY)
+
+    def _listen(self, connection: AbstractConnection) -> None:
+        """Subscribe every channel of the link on ``connection`` and dispatch what it reads
+        until it breaks; then mark every channel for a re-read."""
+        with self.notifier._lock:
+            if self.closed:
+                connection.disconnect()
+                return
+            self.connection = connection
+            self.unsubscribing.clear()
+            for state in self.channels.values():
+                state.pending = 1
+            if self.channels:
+                self._send([("SSUBSCRIBE", name) for name in self.channels])
+        try:
+            while True:
+                # push_request: with RESP3 (redis-py's default), return pub/sub pushes.
+                reply = connection.read_response(timeout=None, disconnect_on_error=False, push_request=True)
+                self._dispatch(reply)
+        except Exception as error:  # noqa: BLE001 - any failure of the reader is a break
+            # (a connection closed meanwhile by close() or a failed send shows as ValueError)
+            if not self.closed:
+                log.warning("long-poll subscriptions: connection to redis %s lost: %s", self.key or "server", error)
+        finally:
+            with self.notifier._lock:
+                self.connection = None
+                for state in self.channels.values():
+                    state.pending = 0
+                    state.confirmed.clear()
+                    state.stale = True
+            connection.disconnect()
+
+    def _dispatch(self, reply: Any) -> None:
+        if not isinstance(reply, list) or len(reply) < 3:
+            return
+        kind, name, data = reply[0], reply[1], reply[2]
+        with self.notifier._lock:
+            state = self.channels.get(name)
+            if kind == "smessage":
+                if state is not None:
+                    _wake_passed(state, data)
+            elif kind == "ssubscribe":
+                if state is not None and state.pending > 0:
+                    state.pending -= 1
+                    if state.pending == 0:
+                        state.confirmed.set()
+                        if state.stale:
+                            state.stale = False
+                            for waiter in state.waiters:
+                                waiter._set(Wake.RESYNC)
+            elif kind == "sunsubscribe":
+                if self.unsubscribing[name] > 0:
+                    self.unsubscribing[name] -= 1
+                    if not self.unsubscribing[name]:
+                        del self.unsubscribing[name]
+                elif state is not None and state.pending == 0:
+                    # Redis dropped the subscription itself: the slot moved to another node.
+                    raise RedisClusterException(f"redis unsubscribed {name}: its slot moved")
+
+
+def _wake_passed(state: _Channel, data: Any) -> None:
+    """Wake the waiters of ``state`` whose ``after`` the published count passes."""
+    try:
+        count = int(data)
+    except (TypeError, ValueError):
+        count = None  # not a count: let everyone read
+    for waiter in state.waiters:
+        if count is None or count > waiter.after:
+            waiter._set(Wake.EVENTS)
+
+
+@contextmanager
+def _hangup_watch(waiter: Waiter) -> Iterator[None]:
+    """While inside, wake ``waiter`` as soon as the client of the current request closes its
+    connection. Only under gevent (the gevent worker): elsewhere nothing is watched.
+
+    The socket is watched for readability; then one byte is peeked without being taken: no
+    byte means the client hung up; a byte is the start of a pipelined request, which the
+    server reads once this one is answered, so the watch ends there."""
+    sock = REQUESTER.get()
+    loop = _gevent_loop() if sock is not None else None
+    if loop is None:
+        yield
+        return
+    raw = getattr(sock, "_sock", sock)  # gevent's socket wraps the real one
+    try:
+        watcher = loop.io(sock.fileno(), 1)
+    except (OSError, ValueError):  # already closed
+        waiter._hang_up()
+        yield
+        return
+
+    def readable() -> None:
+        try:
+            peeked = raw.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            return
+        except OSError:
+            peeked = b""
+        watcher.stop()
+        if not peeked:
+            waiter._hang_up()
+
+    watcher.start(readable)
+    try:
+        yield
+    finally:
+        watcher.stop()
+        watcher.close()
+
+
+def _gevent_loop() -> Any:
+    """The gevent event loop of this thread when gevent patched the standard library."""
+    try:
+        from gevent import get_hub
+        from gevent.monkey import is_module_patched
+    except ImportError:
+        return None
+    if not is_module_patched("socket"):
+        return None
+    return get_hub().loop

@@ -1,0 +1,91 @@
+"""What a Redis write does besides the state, in the same script: events trimmed to the
+newest, webhook deliveries in the shard's outbox, the deadline schedule, the event count
+published on the game's shard channel. Run on one server and on the cluster."""
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+import redis
+
+from service import ids
+from service.store import OutboxEntry, RedisStore, store_from_url
+from service.store.keys import game_keys
+from tests.store.support import effects, new_id
+
+
+@pytest.fixture(params=["redis", "redis-cluster"])
+def redis_store(request: pytest.FixtureRequest) -> Iterator[tuple[RedisStore, redis.Redis | redis.RedisCluster, str]]:
+    if request.param == "redis":
+        url, prefix = request.getfixturevalue("redis_url"), request.getfixturevalue("key_prefix")
+        client = redis.Redis.from_url(url, decode_responses=True)
+    else:
+        url, prefix = request.getfixturevalue("redis_cluster_url"), "effects:"
+        client = redis.RedisCluster.from_url(url.replace("redis+cluster://", "redis://"), decode_responses=True)
+    store = store_from_url(url, prefix=prefix, max_events=5)
+    yield store, client, prefix
+    store.close()
+    client.close()
+
+
+def test_the_oldest_events_are_trimmed_and_numbering_continues(redis_store) -> None:
+    store, _, _ = redis_store
+    game_id = new_id()
+    store.create(game_id, "s", 1, effects("e1", "e2", "e3"))
+    store.save(game_id, 1, "s", 2, effects("e4", "e5", "e6", "e7", count=7))
+    assert store.events(game_id, 0) == ["e3", "e4", "e5", "e6", "e7"]
+    assert store.events(game_id, 5) == ["e6", "e7"]
+    assert store.events(game_id, 7) == []
+
+
+def test_deliveries_go_to_the_games_shard_outbox_with_the_save(redis_store) -> None:
+    store, client, prefix = redis_store
+    game_id = new_id()
+    entry = OutboxEntry(f"wh_{game_id}_3_turn", "https://hooks.example/x", '{"type":"turn"}', game_id, "turn")
+    store.create(game_id, "s", 1, effects("e1", outbox=(entry,)))
+    keys = game_keys(prefix, game_id)
+    assert ids.key_slot(keys.outbox) == ids.key_slot(keys.state)
+    found = [fields for _, fields in client.xrange(keys.outbox) if fields["game"] == game_id]
+    assert found == [{"id": entry.id, "url": entry.url, "body": entry.body, "game": game_id, "type": "turn"}]
+    store.save(game_id, 1, "s", 2, effects("e2"))  # no deliveries: nothing added
+    assert len([f for _, f in client.xrange(keys.outbox) if f["game"] == game_id]) == 1
+
+
+def test_the_deadline_schedule_follows_timed_games_only(redis_store) -> None:
+    store, client, prefix = redis_store
+    timed, untimed = new_id(), new_id()
+    store.create(timed, "s", 1, effects(timed=True, deadline=1234.5))
+    store.create(untimed, "s", 1, effects())
+    due = game_keys(prefix, timed).due
+    assert client.zscore(due, timed) == 1234.5
+    store.save(timed, 1, "s", 2, effects(timed=True, deadline=2000.0))
+    assert client.zscore(due, timed) == 2000.0
+    store.save(timed, 2, "s", 3, effects(timed=True, deadline=None))
+    assert client.zscore(due, timed) is None
+    assert client.zscore(game_keys(prefix, untimed).due, untimed) is None
+
+
+def test_every_write_publishes_the_event_count_on_the_games_shard_channel(redis_store) -> None:
+    store, client, prefix = redis_store
+    game_id = new_id()
+    channel = game_keys(prefix, game_id).channel
+    pubsub = client.pubsub()
+    pubsub.ssubscribe(channel)
+    try:
+        _wait_for(pubsub, "ssubscribe")
+        store.create(game_id, "s", 1, effects("e1", "e2"))
+        store.save(game_id, 1, "s", 2, effects("e3", count=3))
+        assert [_wait_for(pubsub, "smessage")["data"] for _ in range(2)] == ["2", "3"]
+    finally:
+        pubsub.close()
+
+
+def _wait_for(pubsub, kind: str, timeout: float = 5.0) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        message = pubsub.get_sharded_message(timeout=0.2) if hasattr(pubsub, "get_sharded_message") else \
+            pubsub.get_message(timeout=0.2)
+        if message and message["type"] == kind:
+            return message
+    raise AssertionError(f"no {kind} within {timeout} s")
