@@ -1,0 +1,112 @@
+"""The Redis keys of a shard's webhook queues, and the entries that travel through them.
+
+Per shard ``k`` (hash tag ``s<k>``, see service/ids.py), under the key prefix P:
+
+- ``P{s<k>}:outbox`` stream: one entry per event to deliver, fields ``id`` (the
+  webhook-id, stable across retries), ``url``, ``body`` (the exact JSON text that is signed
+  and sent), ``game`` and ``type``. The save that produces the event appends it.
+- ``P{s<k>}:retry`` sorted set: deliveries waiting for another attempt; member = the JSON
+  of ``Delivery.retry_member``, score = when it is due (seconds since the epoch).
+- ``P{s<k>}:dead`` stream: deliveries that will not be tried again, with the reason.
+- ``P{s<k>}:due`` sorted set: turn deadlines; member = game id, score = deadline (seconds
+  since the epoch).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from service import ids
+
+GROUP = "delivery"
+ENTRY_FIELDS = ("id", "url", "body", "game", "type")
+EVENT_TYPES = frozenset({"turn", "hand_over", "match_over", "timeout"})
+
+
+class MalformedEntry(ValueError):
+    """An outbox entry or retry member without the fields a delivery needs."""
+
+
+@dataclass(frozen=True)
+class ShardKeys:
+    """The keys of one shard's queues."""
+
+    shard: int
+    outbox: str
+    retry: str
+    dead: str
+    due: str
+
+    @classmethod
+    def of(cls, prefix: str, shard: int) -> ShardKeys:
+        tag = f"{prefix}{{{ids.shard_tag(shard)}}}"
+        return cls(shard, f"{tag}:outbox", f"{tag}:retry", f"{tag}:dead", f"{tag}:due")
+
+    @classmethod
+    def for_game(cls, prefix: str, game_id: str) -> ShardKeys:
+        """The keys of the shard of ``game_id`` (same slot as the game's own keys).
+
+        Raises ValueError for an id that belongs to no shard."""
+        shard = ids.shard_of(game_id)
+        if shard is None:
+            raise ValueError(f"not a game id of any shard: {game_id!r}")
+        return cls.of(prefix, shard)
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """One event on its way to a receiver, at ``attempt`` (1 for the first try).
+
+    ``stream_id`` is the outbox entry's id: its first part is the time (ms) the event was
+    saved, from which the delivery latency is measured."""
+
+    webhook_id: str
+    url: str
+    body: str
+    game: str
+    type: str
+    stream_id: str
+    attempt: int = 1
+
+    @classmethod
+    def from_stream(cls, stream_id: str, fields: dict[str, str]) -> Delivery:
+        """The first attempt of an outbox entry. Raises MalformedEntry."""
+        missing = [name for name in ENTRY_FIELDS if not isinstance(fields.get(name), str)]
+        if missing:
+            raise MalformedEntry(f"outbox entry without {', '.join(missing)}")
+        return cls(fields["id"], fields["url"], fields["body"], fields["game"], fields["type"], stream_id)
+
+    @classmethod
+    def from_retry_member(cls, member: str) -> Delivery:
+        """The delivery a retry member holds. Raises MalformedEntry."""
+        try:
+            data = json.loads(member)
+            delivery = cls.from_stream(data["sid"], data)
+            attempt = data["attempt"]
+        except (ValueError, KeyError, TypeError) as error:
+            raise MalformedEntry(f"retry member is not a delivery: {type(error).__name__}") from None
+        if not isinstance(attempt, int) or attempt < 1:
+            raise MalformedEntry("retry member without a valid attempt number")
+        return cls(**{**delivery.__dict__, "attempt": attempt})
+
+    def retry_member(self) -> str:
+        """The retry member of this delivery's next attempt."""
+        return json.dumps(
+            {**self.fields(), "sid": self.stream_id, "attempt": self.attempt + 1},
+            separators=(",", ":"), sort_keys=True,
+        )
+
+    def fields(self) -> dict[str, str]:
+        """The outbox fields."""
+        return {"id": self.webhook_id, "url": self.url, "body": self.body, "game": self.game, "type": self.type}
+
+    @property
+    def enqueued_at(self) -> float:
+        """When the event entered the outbox, in seconds since the epoch (0 if unknown)."""
+        milliseconds, _, _ = self.stream_id.partition("-")
+        return int(milliseconds) / 1000 if milliseconds.isdigit() else 0.0
+
+    @property
+    def metric_type(self) -> str:
+        """``type`` when it is a known event type, else ``other`` (bounded metric labels)."""
+        return self.type if self.type in EVENT_TYPES else "other"

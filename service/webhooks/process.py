@@ -1,0 +1,115 @@
+"""The ``ginrummy worker`` process: settings, Redis, signals, probes, graceful shutdown.
+
+SIGTERM or SIGINT stops reading and claiming at once; deliveries and settles in flight get
+WORKER_GRACEFUL_SECONDS to finish, then the process exits 0. Whatever was cut off stays
+held in Redis and is taken over by another worker when its lease ends.
+"""
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from typing import Any
+from urllib.parse import urlsplit
+
+from redis import Redis
+from redis.backoff import ExponentialWithJitterBackoff
+from redis.cluster import RedisCluster
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisClusterException, RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.retry import Retry
+
+from service.config import Config, ConfigError
+from service.observability.jsonlog import FIELDS_ATTRIBUTE, configure_logging
+from service.store.redis_client import SCHEMES, client_from_url
+from service.webhooks.health import HealthServer
+from service.webhooks.metrics import WorkerMetrics
+from service.webhooks.sender import TOTAL_TIMEOUT_SECONDS, Sender
+from service.webhooks.signing import WebhookSecret
+from service.webhooks.worker import Settle, Worker, WorkerSettings
+
+logger = logging.getLogger(__name__)
+
+# Readers block in XREADGROUP for WorkerSettings.block_seconds; a socket timeout shorter
+# than that would cut every idle read off as an error.
+SOCKET_TIMEOUT_MARGIN_SECONDS = 5.0
+CONNECT_RETRY_SECONDS = 1.0
+
+
+def redis_options(block_seconds: float) -> dict[str, Any]:
+    """redis-py options of the worker's client."""
+    return {
+        "decode_responses": True,
+        "socket_timeout": block_seconds + SOCKET_TIMEOUT_MARGIN_SECONDS,
+        "socket_connect_timeout": 2.0,
+        "health_check_interval": 15,
+        # A repeated script is harmless (a second FINISH finds nothing to release), so
+        # connection errors and timeouts are simply tried again.
+        "retry": Retry(ExponentialWithJitterBackoff(base=0.1, cap=1.0), retries=3,
+                       supported_errors=(RedisConnectionError, RedisTimeoutError)),
+    }
+
+
+def run_worker(config: Config, settle: Settle, *, host: str = "0.0.0.0", **tuning: Any) -> int:
+    """Run the worker until SIGTERM or SIGINT; returns the exit status (0).
+
+    ``tuning`` overrides WorkerSettings fields (lease_seconds, backoff_base_seconds, ...)
+    beyond what the configuration sets. Must run on the main thread (signal handlers).
+    Raises ConfigError without WEBHOOK_SECRET or without a Redis REDIS_URL, OSError when
+    WORKER_PORT cannot be bound."""
+    configure_logging(config.log_level)
+    if not config.webhook_secret:
+        raise ConfigError("WEBHOOK_SECRET must be set to run the worker (whsec_ + base64 of 32 random bytes)")
+    if urlsplit(config.redis_url).scheme not in SCHEMES:
+        raise ConfigError("REDIS_URL must name a Redis to run the worker (the embedded store is not shared)")
+    settings = WorkerSettings(
+        concurrency=config.webhook_concurrency, max_attempts=config.webhook_max_attempts, **tuning
+    )
+    if settings.lease_seconds <= TOTAL_TIMEOUT_SECONDS:
+        logger.warning("the lease is not longer than a delivery attempt: a slow delivery may be sent twice",
+                       extra={FIELDS_ATTRIBUTE: {"lease_seconds": settings.lease_seconds}})
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+
+    metrics = WorkerMetrics.create()
+    running: dict[str, Worker] = {}
+    health = HealthServer(
+        host, config.worker_port,
+        is_ready=lambda: "worker" in running and running["worker"].is_ready(),
+        metrics=metrics.exposition,
+    ).start()
+    logger.info("worker listening", extra={FIELDS_ATTRIBUTE: {"host": host, "port": health.port}})
+    client = _connect(config.redis_url, redis_options(settings.block_seconds), stop)
+    if client is not None:
+        sender = Sender(WebhookSecret.parse(config.webhook_secret), allow_private=config.webhook_allow_private)
+        worker = Worker(client, prefix=config.key_prefix, sender=sender, settle=settle,
+                        settings=settings, metrics=metrics)
+        running["worker"] = worker
+        worker.start()
+        while not stop.wait(1.0):
+            pass
+        logger.info("stopping: finishing deliveries in flight",
+                    extra={FIELDS_ATTRIBUTE: {"graceful_seconds": config.worker_graceful_seconds}})
+        worker.stop()
+        worker.join(config.worker_graceful_seconds)
+        sender.close()
+        client.close()
+    health.close()
+    return 0
+
+
+def _connect(url: str, options: dict[str, Any], stop: threading.Event) -> Redis | RedisCluster | None:
+    """The client, built once Redis answers; None if stopped first. A cluster client needs
+    the cluster's layout to exist, so while nobody answers the worker waits (not ready)."""
+    waiting_logged = False
+    while not stop.is_set():
+        try:
+            return client_from_url(url, **options)
+        except (RedisError, RedisClusterException) as error:
+            if not waiting_logged:
+                logger.warning("waiting for Redis", extra={FIELDS_ATTRIBUTE: {"error": f"{type(error).__name__}"}})
+                waiting_logged = True
+            stop.wait(CONNECT_RETRY_SECONDS)
+    return None

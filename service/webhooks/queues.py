@@ -1,0 +1,230 @@
+"""The Redis side of the worker: reading the outbox, and moving entries atomically.
+
+Every change that takes an entry out of one place and puts it into another (pending ->
+retry, retry -> dead, ...) is one Lua script over keys of one shard (one hash slot), so a
+crash never leaves an entry in both places or in neither, on a single Redis or a cluster.
+Scripts start with the ``#!lua`` shebang: a Redis over its memory limit refuses them before
+they run instead of half-applying them.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from redis import Redis
+from redis.cluster import RedisCluster
+from redis.exceptions import NoScriptError, RedisClusterException, RedisError, ResponseError
+
+from service.webhooks.entries import GROUP, ShardKeys
+
+# KEYS: outbox, retry, dead.
+# ARGV: group, source ("stream" | "retry"), handle (stream id | retry member),
+#       action ("done" | "retry" | "dead"), retry score, retry member, dead MAXLEN, dead fields...
+# Returns 1, or 0 when the handle was no longer held (another worker finished it first,
+# after a lease expired): then nothing changes, so no delivery is ever scheduled twice.
+FINISH_LUA = """#!lua
+local released
+if ARGV[2] == 'stream' then
+  released = redis.call('XACK', KEYS[1], ARGV[1], ARGV[3])
+  -- delivered or moved on: the stream keeps only what is still to do
+  redis.call('XDEL', KEYS[1], ARGV[3])
+else
+  released = redis.call('ZREM', KEYS[2], ARGV[3])
+end
+if released == 0 then return 0 end
+if ARGV[4] == 'retry' then
+  redis.call('ZADD', KEYS[2], ARGV[5], ARGV[6])
+elseif ARGV[4] == 'dead' then
+  redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[7], '*', unpack(ARGV, 8))
+end
+return 1
+"""
+
+# KEYS: a sorted set scored by due time. ARGV: now, lease until, count.
+# Takes up to ``count`` due members and pushes their score to the lease's end: a worker that
+# dies holding them lets them come due again then.
+CLAIM_DUE_LUA = """#!lua
+local due = redis.call('ZRANGE', KEYS[1], '-inf', ARGV[1], 'BYSCORE', 'LIMIT', 0, ARGV[3])
+for _, member in ipairs(due) do
+  redis.call('ZADD', KEYS[1], 'XX', ARGV[2], member)
+end
+return due
+"""
+
+# KEYS: due. ARGV: game id, the lease score its claim set.
+# Removes the deadline only if nobody rescheduled it since the claim: a save that set the
+# game's next deadline must not be undone.
+RELEASE_DEADLINE_LUA = """#!lua
+local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if score and tonumber(score) == tonumber(ARGV[2]) then
+  return redis.call('ZREM', KEYS[1], ARGV[1])
+end
+return 0
+"""
+
+# KEYS: outbox. ARGV: group, idle ms, the calling consumer's name.
+# Checked and deleted in one step: deleting a consumer that holds entries would strand them.
+PRUNE_CONSUMERS_LUA = """#!lua
+local removed = 0
+for _, info in ipairs(redis.call('XINFO', 'CONSUMERS', KEYS[1], ARGV[1])) do
+  local fields = {}
+  for i = 1, #info, 2 do fields[info[i]] = info[i + 1] end
+  if fields['pending'] == 0 and fields['idle'] > tonumber(ARGV[2]) and fields['name'] ~= ARGV[3] then
+    redis.call('XGROUP', 'DELCONSUMER', KEYS[1], ARGV[1], fields['name'])
+    removed = removed + 1
+  end
+end
+return removed
+"""
+
+
+@dataclass(frozen=True)
+class FinishStep:
+    """Releasing a held delivery (``source`` "stream" with its stream id, or "retry" with
+    its member as ``handle``), and in the same step doing ``action``: "done", "retry" (at
+    ``retry_at``, as ``retry_member``) or "dead" (with ``dead_fields``)."""
+
+    shard: int
+    source: str
+    handle: str
+    action: str
+    retry_at: float = 0.0
+    retry_member: str = ""
+    dead_fields: dict[str, str] | None = None
+
+
+class Queues:
+    """A shard's queues on one client (single Redis or cluster), for consumer ``consumer``.
+
+    Every method raises redis-py's errors (the worker retries or logs them)."""
+
+    def __init__(self, client: Redis | RedisCluster, prefix: str, consumer: str, dead_maxlen: int) -> None:
+        self._client = client
+        self._prefix = prefix
+        self.consumer = consumer
+        self._dead_maxlen = dead_maxlen
+        self._finish = client.register_script(FINISH_LUA)
+        self._claim_due = client.register_script(CLAIM_DUE_LUA)
+        self._release_deadline = client.register_script(RELEASE_DEADLINE_LUA)
+        self._prune_consumers = client.register_script(PRUNE_CONSUMERS_LUA)
+        self._autoclaim_cursor: dict[int, str] = {}
+        self._keys: dict[int, ShardKeys] = {}
+        self._shard_of_outbox: dict[str, int] = {}
+
+    def keys(self, shard: int) -> ShardKeys:
+        keys = self._keys.get(shard)
+        if keys is None:
+            keys = self._keys[shard] = ShardKeys.of(self._prefix, shard)
+            self._shard_of_outbox[keys.outbox] = shard
+        return keys
+
+    def ensure_group(self, shard: int) -> None:
+        """Create the consumer group (and the stream) unless it exists.
+
+        From id 0: the stream only ever holds entries still to deliver, so a group created
+        after entries arrived (or re-created after Redis lost it) must see all of them."""
+        try:
+            self._client.xgroup_create(self.keys(shard).outbox, GROUP, id="0", mkstream=True)
+        except ResponseError as error:
+            if "BUSYGROUP" not in str(error):
+                raise
+
+    def read(self, shards: Sequence[int], count: int, block_ms: int) -> list[tuple[int, str, dict[str, str]]]:
+        """New entries for this consumer as (shard, stream id, fields), up to ``count`` per
+        shard, waiting up to ``block_ms`` for one. Several shards in one call on a single
+        Redis only: on a cluster their streams live in different slots."""
+        streams = {self.keys(shard).outbox: ">" for shard in shards}
+        try:
+            answer = self._client.xreadgroup(GROUP, self.consumer, streams, count=count, block=block_ms)
+        except ResponseError as error:
+            if "NOGROUP" not in str(error):
+                raise
+            for shard in shards:  # a stream was deleted, or Redis restarted without it
+                self.ensure_group(shard)
+            return []
+        if not answer:
+            return []
+        # A single Redis answers a list of [stream, entries]; RESP3 would give a dict.
+        streams_read = answer.items() if isinstance(answer, dict) else answer
+        return [
+            (self._shard_of_outbox[stream], stream_id, fields)
+            for stream, entries in streams_read for stream_id, fields in entries if fields is not None
+        ]
+
+    def autoclaim(self, shard: int, min_idle_ms: int, count: int) -> list[tuple[str, dict[str, str]]]:
+        """Take over up to ``count`` entries that other consumers (dead ones, normally) have
+        held longer than ``min_idle_ms``; continues where the previous call stopped."""
+        outbox = self.keys(shard).outbox
+        start = self._autoclaim_cursor.get(shard, "0-0")
+        try:
+            cursor, claimed, *_ = self._client.xautoclaim(
+                outbox, GROUP, self.consumer, min_idle_ms, start_id=start, count=count
+            )
+        except ResponseError as error:
+            if "NOGROUP" not in str(error):
+                raise
+            self.ensure_group(shard)
+            return []
+        self._autoclaim_cursor[shard] = cursor
+        return [(stream_id, fields) for stream_id, fields in claimed if stream_id is not None and fields is not None]
+
+    def prune_consumers(self, shard: int, idle_ms: int) -> int:
+        """Forget consumers that hold nothing and were idle longer than ``idle_ms`` (every
+        restarted worker has a new name); returns how many. A live consumer removed by
+        mistake is re-created by its next read, with nothing lost."""
+        outbox = self.keys(shard).outbox
+        return self._prune_consumers(keys=[outbox], args=[GROUP, idle_ms, self.consumer])
+
+    def claim_retries(self, shard: int, now: float, lease_until: float, count: int) -> list[str]:
+        """Up to ``count`` retry members due at ``now``, leased until ``lease_until``."""
+        return self._claim_due(keys=[self.keys(shard).retry], args=[repr(now), repr(lease_until), count])
+
+    def claim_deadlines(self, shard: int, now: float, lease_until: float, count: int) -> list[str]:
+        """Up to ``count`` game ids whose turn deadline passed at ``now``, leased until
+        ``lease_until``."""
+        return self._claim_due(keys=[self.keys(shard).due], args=[repr(now), repr(lease_until), count])
+
+    def release_deadline(self, shard: int, game_id: str, lease_until: float) -> bool:
+        """Remove a settled deadline unless it was rescheduled since the claim."""
+        return bool(self._release_deadline(keys=[self.keys(shard).due], args=[game_id, repr(lease_until)]))
+
+    def finish(self, steps: Sequence[FinishStep]) -> list[bool | Exception]:
+        """Do every step, in one round trip on a single Redis (a pipeline, not a
+        transaction: each step is atomic on its own). Per step: whether the delivery was
+        still held (False: someone else finished it first, and nothing changed), or the
+        error Redis answered for it.
+
+        Raises redis-py's errors when the round trip itself fails; any step may then be
+        done or not, and doing one again is harmless (it finds nothing held)."""
+        if isinstance(self._client, RedisCluster):
+            # A cluster's pipelines refuse scripts: one call per step.
+            return [self._finish_one(step) for step in steps]
+        answers = self._finish_pipelined(steps)
+        lost = [index for index, answer in enumerate(answers) if isinstance(answer, NoScriptError)]
+        if lost:
+            # Redis lost its scripts (a restart without them, SCRIPT FLUSH): load it again.
+            self._finish.sha = self._client.script_load(FINISH_LUA)
+            for index, answer in zip(lost, self._finish_pipelined([steps[index] for index in lost])):
+                answers[index] = answer
+        return [answer if isinstance(answer, RedisError) else bool(answer) for answer in answers]
+
+    def _finish_arguments(self, step: FinishStep) -> tuple[list[str], list]:
+        keys = self.keys(step.shard)
+        flat = [item for pair in (step.dead_fields or {}).items() for item in pair]
+        return ([keys.outbox, keys.retry, keys.dead],
+                [GROUP, step.source, step.handle, step.action, repr(step.retry_at), step.retry_member,
+                 self._dead_maxlen, *flat])
+
+    def _finish_one(self, step: FinishStep) -> bool | Exception:
+        keys, args = self._finish_arguments(step)
+        try:
+            return bool(self._finish(keys=keys, args=args))
+        except (RedisError, RedisClusterException) as error:
+            return error
+
+    def _finish_pipelined(self, steps: Sequence[FinishStep]) -> list:
+        pipe = self._client.pipeline(transaction=False)
+        for step in steps:
+            keys, args = self._finish_arguments(step)
+            pipe.evalsha(self._finish.sha, len(keys), *keys, *args)
+        return pipe.execute(raise_on_error=False)

@@ -1,0 +1,1 @@
+"""Tests of webhooks: signing, callback URLs, the sender and the ginrummy worker."""

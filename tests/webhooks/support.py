@@ -1,0 +1,108 @@
+"""Helpers of the webhook tests: a clock the tests move, outbox entries, polling Redis."""
+from __future__ import annotations
+
+import base64
+import json
+import secrets
+import threading
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+from prometheus_client.parser import text_string_to_metric_families
+from redis import Redis
+from redis.cluster import RedisCluster
+
+from service import ids
+from service.webhooks.entries import ShardKeys
+
+T = TypeVar("T")
+
+
+def new_secret() -> str:
+    return "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
+
+
+class FakeClock:
+    """Seconds since the epoch, starting at the real time, moving only when told to (the
+    receiver's standardwebhooks check allows timestamps within 5 minutes of real time)."""
+
+    def __init__(self) -> None:
+        self._now = time.time()
+        self._lock = threading.Lock()
+
+    def __call__(self) -> float:
+        with self._lock:
+            return self._now
+
+    def advance(self, seconds: float) -> None:
+        with self._lock:
+            self._now += seconds
+
+    def set(self, now: float) -> None:
+        with self._lock:
+            self._now = max(self._now, now)
+
+
+def body_for(game_id: str, event_type: str = "turn", **data: object) -> str:
+    return json.dumps(
+        {"type": event_type, "timestamp": "2026-01-01T00:00:00Z", "data": {"game": game_id, **data}},
+        separators=(",", ":"),
+    )
+
+
+def add_entry(
+    client: Redis | RedisCluster, prefix: str, url: str, *, game_id: str | None = None,
+    event_type: str = "turn", webhook_id: str | None = None,
+) -> dict[str, str]:
+    """XADD an outbox entry as the service's save script will; returns its fields."""
+    game_id = game_id or ids.new_game_id()
+    fields = {
+        "id": webhook_id or f"wh_{game_id}_{secrets.token_hex(4)}",
+        "url": url,
+        "body": body_for(game_id, event_type, seat=0),
+        "game": game_id,
+        "type": event_type,
+    }
+    client.xadd(ShardKeys.for_game(prefix, game_id).outbox, fields)
+    return fields
+
+
+def game_in_shard(shard: int) -> str:
+    """A fresh game id of ``shard``."""
+    while True:
+        game_id = ids.new_game_id()
+        if ids.shard_of(game_id) == shard:
+            return game_id
+
+
+def wait_until(probe: Callable[[], T], timeout: float = 10.0, what: str = "condition") -> T:
+    """The first truthy value of ``probe()``, asked every 20 ms; AssertionError on timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not reached within {timeout} s")
+        time.sleep(0.02)
+
+
+def all_keys(prefix: str) -> list[ShardKeys]:
+    return [ShardKeys.of(prefix, shard) for shard in range(ids.SHARDS)]
+
+
+def outbox_is_settled(client: Redis | RedisCluster, prefix: str) -> bool:
+    """Nothing left in any outbox stream (entries are deleted once finished)."""
+    return all(client.xlen(keys.outbox) == 0 for keys in all_keys(prefix))
+
+
+def metric(worker, name: str, **labels: str) -> float:
+    """The sum of ``worker``'s samples named ``name`` carrying ``labels``, as /metrics shows them."""
+    text = worker.metrics.exposition().decode()
+    return sum(
+        sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == name and labels.items() <= sample.labels.items()
+    )

@@ -1,0 +1,53 @@
+"""Shard keys and the entries that travel between the outbox, the retry set and the dead letters."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from service import ids
+from service.webhooks.entries import Delivery, MalformedEntry, ShardKeys
+from tests.webhooks.support import game_in_shard
+
+FIELDS = {"id": "wh_1", "url": "https://hooks.example/x", "body": '{"type":"turn"}', "game": "g_1", "type": "turn"}
+
+
+def test_a_games_shard_keys_share_its_cluster_slot() -> None:
+    game_id = game_in_shard(6)
+    keys = ShardKeys.for_game("gr:", game_id)
+    assert keys == ShardKeys.of("gr:", 6)
+    assert (keys.outbox, keys.retry, keys.dead, keys.due) == (
+        "gr:{s6}:outbox", "gr:{s6}:retry", "gr:{s6}:dead", "gr:{s6}:due"
+    )
+    slots = {ids.key_slot(key) for key in (keys.outbox, keys.retry, keys.dead, keys.due, f"gr:{{{game_id}}}:s")}
+    assert len(slots) == 1
+
+
+def test_an_id_of_no_shard_has_no_keys() -> None:
+    with pytest.raises(ValueError, match="not a game id"):
+        ShardKeys.for_game("gr:", "g_nothing")
+
+
+def test_a_retry_member_carries_the_next_attempt_and_everything_else_unchanged() -> None:
+    first = Delivery.from_stream("1700000000123-4", FIELDS)
+    assert first.attempt == 1 and first.enqueued_at == 1700000000.123
+    member = first.retry_member()
+    second = Delivery.from_retry_member(member)
+    assert second == Delivery(**{**first.__dict__, "attempt": 2})
+    assert Delivery.from_retry_member(second.retry_member()).attempt == 3
+    assert json.loads(member)["sid"] == "1700000000123-4"
+
+
+@pytest.mark.parametrize(
+    "member",
+    ["not json", "[]", json.dumps({**FIELDS, "attempt": 2}), json.dumps({**FIELDS, "sid": "1-0", "attempt": 0}),
+     json.dumps({**FIELDS, "sid": "1-0", "attempt": "2"}), json.dumps({"sid": "1-0", "attempt": 2})],
+)
+def test_a_malformed_retry_member_is_refused(member: str) -> None:
+    with pytest.raises(MalformedEntry):
+        Delivery.from_retry_member(member)
+
+
+def test_unknown_event_types_share_one_metric_label() -> None:
+    assert Delivery.from_stream("1-0", FIELDS).metric_type == "turn"
+    assert Delivery.from_stream("1-0", {**FIELDS, "type": "x" * 50}).metric_type == "other"

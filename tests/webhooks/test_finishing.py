@@ -1,0 +1,127 @@
+"""Finishing deliveries in batches, and reading every shard in one call, on real Redis."""
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from service.webhooks.entries import GROUP, ShardKeys
+from service.webhooks.finishing import Finisher
+from service.webhooks.queues import FinishStep, Queues
+from tests.redis_servers import RedisServer
+from tests.webhooks.support import add_entry, game_in_shard
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def read_one_per_shard(queues: Queues, client, prefix: str, shards: tuple[int, ...]) -> list[tuple[int, str, dict]]:
+    for shard in shards:
+        queues.ensure_group(shard)
+        add_entry(client, prefix, "http://127.0.0.1:9/x", game_id=game_in_shard(shard))
+    return queues.read(shards, 10, 100)
+
+
+def test_one_read_gives_the_new_entries_of_every_shard_with_their_shard(redis_client, prefix: str) -> None:
+    queues = Queues(redis_client, prefix, "reader", 100)
+    entries = read_one_per_shard(queues, redis_client, prefix, (0, 7, 15))
+    assert sorted(shard for shard, _, _ in entries) == [0, 7, 15]
+    for shard, stream_id, fields in entries:
+        [(added_id, added)] = redis_client.xrange(ShardKeys.of(prefix, shard).outbox)
+        assert (stream_id, fields) == (added_id, added)
+        assert redis_client.xpending(ShardKeys.of(prefix, shard).outbox, GROUP)["consumers"] == [{"name": "reader", "pending": 1}]
+    assert queues.read((0, 7, 15), 10, 50) == []  # nothing new
+
+
+def test_a_batch_of_steps_is_finished_at_once_each_step_on_its_own(redis_client, prefix: str) -> None:
+    queues = Queues(redis_client, prefix, "reader", 100)
+    (s0, id0, _), (s1, id1, _), (s2, id2, fields2) = sorted(read_one_per_shard(queues, redis_client, prefix, (1, 2, 3)))
+    steps = [
+        FinishStep(s0, "stream", id0, "done"),
+        FinishStep(s1, "stream", id1, "retry", 123.5, '{"attempt":2}'),
+        FinishStep(s2, "stream", id2, "dead", dead_fields={**fields2, "reason": "http 503"}),
+        FinishStep(s0, "stream", id0, "done"),  # finished already, by the first step
+    ]
+    assert queues.finish(steps) == [True, True, True, False]
+    assert all(redis_client.xlen(ShardKeys.of(prefix, shard).outbox) == 0 for shard in (1, 2, 3))
+    assert redis_client.zrange(ShardKeys.of(prefix, 2).retry, 0, -1, withscores=True) == [('{"attempt":2}', 123.5)]
+    [(_, dead)] = redis_client.xrange(ShardKeys.of(prefix, 3).dead)
+    assert dead == {**fields2, "reason": "http 503"}
+
+
+def test_finishing_survives_redis_losing_its_scripts(prefix: str, tmp_path) -> None:
+    server = RedisServer(tmp_path / "redis").start()
+    client = server.client()
+    try:
+        queues = Queues(client, prefix, "reader", 100)
+        [(shard, stream_id, _)] = read_one_per_shard(queues, client, prefix, (4,))
+        client.script_flush()
+        assert queues.finish([FinishStep(shard, "stream", stream_id, "done")]) == [True]
+        assert client.xlen(ShardKeys.of(prefix, shard).outbox) == 0
+    finally:
+        client.close()
+        server.stop()
+
+
+class HeldQueues(Queues):
+    """Queues whose first finishing round trip waits for ``release``; each one's size is kept."""
+
+    def __init__(self, *args) -> None:
+        super().__init__(*args)
+        self.batches: list[int] = []
+        self.sending = threading.Event()
+        self.release = threading.Event()
+
+    def finish(self, steps):
+        self.batches.append(len(steps))
+        self.sending.set()
+        self.release.wait(10)
+        return super().finish(steps)
+
+
+def test_steps_handed_in_while_one_is_sent_go_together_in_the_next_round_trip(redis_client, prefix: str) -> None:
+    queues = HeldQueues(redis_client, prefix, "reader", 100)
+    entries = read_one_per_shard(queues, redis_client, prefix, tuple(range(16)))
+    finisher = Finisher(queues)
+    heard: list[tuple[str, bool]] = []
+
+    def submit(shard: int, stream_id: str) -> None:
+        finisher.submit(FinishStep(shard, "stream", stream_id, "done"),
+                        lambda finished: heard.append((stream_id, finished)))
+
+    (first_shard, first_id, _), *rest = entries
+    sender = threading.Thread(target=submit, args=(first_shard, first_id))
+    sender.start()
+    assert queues.sending.wait(5)
+    for shard, stream_id, _ in rest:
+        submit(shard, stream_id)  # returns at once: the sender takes it along
+    submit(0, "1-1")  # held by nobody: not finished here
+    assert heard == []
+    queues.release.set()
+    sender.join(10)
+    assert queues.batches == [1, 16]
+    assert sorted(heard) == sorted([(stream_id, True) for _, stream_id, _ in entries] + [("1-1", False)])
+
+
+def test_a_step_handed_in_alone_is_finished_before_submit_returns(redis_client, prefix: str) -> None:
+    queues = Queues(redis_client, prefix, "reader", 100)
+    [(shard, stream_id, _)] = read_one_per_shard(queues, redis_client, prefix, (5,))
+    heard: list[bool] = []
+    Finisher(queues).submit(FinishStep(shard, "stream", stream_id, "done"), heard.append)
+    assert heard == [True]
+
+
+def test_steps_redis_cannot_take_are_tried_again_until_it_can(prefix: str, tmp_path) -> None:
+    server = RedisServer(tmp_path / "redis", extra_args=("--appendonly", "yes", "--appendfsync", "always")).start()
+    client = server.client()
+    try:
+        queues = Queues(client, prefix, "reader", 100)
+        [(shard, stream_id, _)] = read_one_per_shard(queues, client, prefix, (6,))
+        server.kill()
+        threading.Timer(0.5, server.start).start()  # back within the retries' pauses
+        heard: list[bool] = []
+        Finisher(queues).submit(FinishStep(shard, "stream", stream_id, "done"), heard.append)
+        assert heard == [True]
+        assert client.xlen(ShardKeys.of(prefix, shard).outbox) == 0
+    finally:
+        client.close()
+        server.stop()

@@ -1,0 +1,244 @@
+"""The worker in this process, on the test Redis: delivery, retries, dead letters, take-over."""
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+
+import pytest
+
+from service import ids
+from service.webhooks.entries import GROUP, ShardKeys
+from service.webhooks.worker import backoff_seconds
+from tests.webhooks.receiver import HANG, Receiver, always
+from tests.webhooks.support import (
+    FakeClock,
+    add_entry,
+    all_keys,
+    game_in_shard,
+    metric,
+    outbox_is_settled,
+    wait_until,
+)
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def retry_members(client, keys: ShardKeys, attempt: int | None = None) -> list[tuple[dict, float]]:
+    """The retry set's members (of ``attempt`` only, if given) with their scores."""
+    members = [(json.loads(member), score) for member, score in client.zrange(keys.retry, 0, -1, withscores=True)]
+    return [(member, score) for member, score in members if attempt in (None, member["attempt"])]
+
+
+def test_backoff_is_full_jitter_doubling_up_to_the_cap() -> None:
+    assert [backoff_seconds(attempt, 1.0, 300.0, lambda: 1.0) for attempt in (1, 2, 3, 9, 10)] == [1, 2, 4, 256, 300]
+    assert backoff_seconds(5, 1.0, 300.0, lambda: 0.0) == 0
+    assert backoff_seconds(3, 1.0, 300.0, lambda: 0.5) == 2
+
+
+def test_entries_of_every_shard_are_delivered_signed_once_and_removed(
+    start_worker, receiver: Receiver, redis_client, prefix: str
+) -> None:
+    worker = start_worker()
+    sent = [add_entry(redis_client, prefix, receiver.url(), game_id=game_in_shard(shard)) for shard in range(ids.SHARDS)]
+    received = receiver.wait_for_count(len(sent))
+    assert all(request.verified for request in received)
+    assert sorted(request.webhook_id for request in received) == sorted(entry["id"] for entry in sent)
+    by_id = {request.webhook_id: request for request in received}
+    for entry in sent:
+        assert by_id[entry["id"]].body == entry["body"]  # exactly the text that was saved
+        assert by_id[entry["id"]].path == "/hooks/gin?tenant=7"
+    wait_until(lambda: outbox_is_settled(redis_client, prefix), what="outbox emptied")
+    for keys in all_keys(prefix):
+        assert redis_client.xpending(keys.outbox, GROUP)["pending"] == 0
+    wait_until(lambda: metric(worker, "webhook_delivery_latency_seconds_count") == len(sent))
+    assert metric(worker, "webhook_deliveries_total", outcome="delivered") == len(sent)
+    assert metric(worker, "webhook_attempts_total", type="turn") == len(sent)
+    assert len(receiver.received) == len(sent)
+
+
+def test_a_receiver_failing_twice_gets_a_third_attempt_with_the_same_id(
+    start_worker, secret: str, redis_client, prefix: str
+) -> None:
+    receiver = Receiver(secret, lambda request, count: 500 if count <= 2 else 204).start()
+    clock = FakeClock()
+    worker = start_worker(clock=clock, backoff_base_seconds=2.0, backoff_cap_seconds=60.0)
+    entry = add_entry(redis_client, prefix, receiver.url(), event_type="hand_over")
+    keys = ShardKeys.for_game(prefix, entry["game"])
+    try:
+        for attempt in (2, 3):
+            [(member, due)] = wait_until(
+                lambda: retry_members(redis_client, keys, attempt), what=f"retry {attempt} scheduled"
+            )
+            assert member["attempt"] == attempt and member["id"] == entry["id"] and member["body"] == entry["body"]
+            # Full jitter: within [now, now + base * 2^(attempt - 2)].
+            assert clock() <= due <= clock() + 2.0 * 2 ** (attempt - 2)
+            assert redis_client.xlen(keys.outbox) == 0  # moved, not copied
+            time.sleep(0.2)
+            assert len(receiver.received) == attempt - 1  # not before it is due
+            clock.set(due + 1.1)  # a second later at least, so the timestamps differ
+            receiver.wait_for_count(attempt)
+        received = receiver.wait_for_count(3)
+        assert [request.webhook_id for request in received] == [entry["id"]] * 3
+        assert all(request.verified for request in received)
+        timestamps = [request.timestamp for request in received]
+        assert timestamps == sorted(timestamps) and len(set(timestamps)) == 3  # each attempt's own time
+        wait_until(lambda: redis_client.zcard(keys.retry) == 0, what="retry set emptied")
+        assert redis_client.xlen(keys.dead) == 0
+        assert metric(worker, "webhook_retries_scheduled_total") == 2
+        assert metric(worker, "webhook_deliveries_total", outcome="failed") == 2
+        wait_until(lambda: metric(worker, "webhook_deliveries_total", outcome="delivered") == 1)
+    finally:
+        receiver.close()
+
+
+def test_a_hanging_receiver_is_cut_off_at_the_timeout_and_tried_again(
+    start_worker, secret: str, redis_client, prefix: str
+) -> None:
+    receiver = Receiver(secret, lambda request, count: HANG if count == 1 else 200).start()
+    clock = FakeClock()
+    start_worker(clock=clock, total_timeout=1.0, backoff_base_seconds=1.0)
+    entry = add_entry(redis_client, prefix, receiver.url())
+    keys = ShardKeys.for_game(prefix, entry["game"])
+    try:
+        [first] = receiver.wait_for_count(1)
+        [(member, due)] = wait_until(lambda: retry_members(redis_client, keys), timeout=5, what="retry scheduled")
+        assert time.monotonic() - first.arrived < 1.8  # the 1 s timeout, not the receiver, ended it
+        clock.set(due + 0.01)
+        second = receiver.wait_for_count(2)[1]
+        assert second.webhook_id == entry["id"] and second.verified
+        wait_until(lambda: redis_client.zcard(keys.retry) == 0, what="retry set emptied")
+    finally:
+        receiver.close()
+
+
+def test_after_the_last_attempt_the_delivery_goes_to_the_dead_letter_stream(
+    start_worker, secret: str, redis_client, prefix: str
+) -> None:
+    receiver = Receiver(secret, always(503)).start()
+    clock = FakeClock()
+    worker = start_worker(clock=clock, max_attempts=3, backoff_base_seconds=1.0)
+    entry = add_entry(redis_client, prefix, receiver.url(), event_type="match_over")
+    keys = ShardKeys.for_game(prefix, entry["game"])
+    try:
+        for attempt in (1, 2):
+            receiver.wait_for_count(attempt)
+            [(_, due)] = wait_until(lambda: retry_members(redis_client, keys, attempt + 1), what="retry scheduled")
+            clock.set(due + 0.01)
+        receiver.wait_for_count(3)
+        [(_, dead)] = wait_until(lambda: redis_client.xrange(keys.dead), what="dead letter written")
+        assert {name: dead[name] for name in ("id", "url", "body", "game", "type")} == entry
+        assert (dead["attempts"], dead["outcome"], dead["reason"]) == ("3", "failed", "http 503")
+        assert dead["failed_at"].endswith("Z")
+        assert redis_client.zcard(keys.retry) == 0 and redis_client.xlen(keys.outbox) == 0
+        time.sleep(0.3)
+        assert len(receiver.received) == 3  # nothing after the last attempt
+        assert metric(worker, "webhook_dead_letters_total", reason="failed") == 1
+    finally:
+        receiver.close()
+
+
+def test_a_host_resolving_to_loopback_is_refused_unless_private_addresses_are_allowed(
+    start_worker, receiver: Receiver, redis_client, prefix: str
+) -> None:
+    worker = start_worker(allow_private=False)
+    entry = add_entry(redis_client, prefix, receiver.url(host="localhost"))
+    keys = ShardKeys.for_game(prefix, entry["game"])
+    [(_, dead)] = wait_until(lambda: redis_client.xrange(keys.dead), what="dead letter written")
+    assert dead["outcome"] == "refused" and dead["attempts"] == "1"
+    assert dead["reason"] in ("forbidden address 127.0.0.1", "forbidden address ::1")
+    assert redis_client.zcard(keys.retry) == 0  # refused is final, not retried
+    assert receiver.received == []
+    assert metric(worker, "webhook_deliveries_total", outcome="refused") == 1
+    worker.stop()
+    worker.join(5)
+
+    start_worker(allow_private=True)
+    allowed = add_entry(redis_client, prefix, receiver.url(host="localhost"))
+    [request] = receiver.wait_for_count(1)
+    assert request.webhook_id == allowed["id"] and request.verified
+
+
+def test_a_malformed_entry_is_dead_lettered_and_the_rest_goes_on(
+    start_worker, receiver: Receiver, redis_client, prefix: str
+) -> None:
+    start_worker()
+    game_id = ids.new_game_id()
+    keys = ShardKeys.for_game(prefix, game_id)
+    redis_client.xadd(keys.outbox, {"id": "wh_broken", "game": game_id})
+    entry = add_entry(redis_client, prefix, receiver.url(), game_id=game_id)
+    assert receiver.wait_for_count(1)[0].webhook_id == entry["id"]
+    [(_, dead)] = wait_until(lambda: redis_client.xrange(keys.dead), what="dead letter written")
+    assert dead["outcome"] == "malformed" and "url" in dead["reason"] and dead["id"] == "wh_broken"
+
+
+def test_entries_left_pending_by_a_dead_consumer_are_taken_over_after_the_lease(
+    start_worker, receiver: Receiver, redis_client, prefix: str
+) -> None:
+    entry = add_entry(redis_client, prefix, receiver.url())
+    keys = ShardKeys.for_game(prefix, entry["game"])
+    redis_client.xgroup_create(keys.outbox, GROUP, id="0", mkstream=True)
+    # A consumer reads the entry, then dies without a word.
+    [[_, [(stream_id, _)]]] = redis_client.xreadgroup(GROUP, "crashed-host:1", {keys.outbox: ">"})
+    started = time.monotonic()
+    start_worker(lease_seconds=1.0)
+    [request] = receiver.wait_for_count(1, timeout=10)
+    assert request.webhook_id == entry["id"] and request.verified
+    assert time.monotonic() - started >= 0.9  # not before the lease ran out
+    wait_until(lambda: redis_client.xpending(keys.outbox, GROUP)["pending"] == 0, what="pending list emptied")
+    assert redis_client.xlen(keys.outbox) == 0
+
+
+def test_two_workers_share_200_entries_without_delivering_any_twice(
+    start_worker, receiver: Receiver, redis_client, prefix: str
+) -> None:
+    # The production time limit per attempt (the tests' 2 s makes hang tests quick): on a busy
+    # machine an attempt that runs out is retried, and that second delivery is not what this
+    # test is about.
+    first, second = start_worker(total_timeout=10.0), start_worker(total_timeout=10.0)
+    sent = {add_entry(redis_client, prefix, receiver.url())["id"] for _ in range(200)}
+    received = receiver.wait_for_count(200, timeout=30)
+    assert all(request.verified for request in received)
+    counts = Counter(request.webhook_id for request in received)
+    assert set(counts) == sent
+    assert [webhook_id for webhook_id, count in counts.items() if count > 1] == []
+    wait_until(lambda: outbox_is_settled(redis_client, prefix), what="outboxes emptied")
+    delivered = [metric(worker, "webhook_deliveries_total", outcome="delivered") for worker in (first, second)]
+    assert sum(delivered) == 200
+    time.sleep(0.3)
+    assert len(receiver.received) == 200
+
+
+def test_deliveries_run_side_by_side_so_a_slow_receiver_holds_up_only_its_own(
+    start_worker, secret: str, redis_client, prefix: str
+) -> None:
+    slow = Receiver(secret, always(HANG)).start()
+    fast = Receiver(secret).start()
+    try:
+        start_worker(concurrency=4, total_timeout=5.0)
+        for _ in range(2):
+            add_entry(redis_client, prefix, slow.url())
+        slow.wait_for_count(2)
+        started = time.monotonic()
+        for _ in range(10):
+            add_entry(redis_client, prefix, fast.url())
+        fast.wait_for_count(10, timeout=4)
+        assert time.monotonic() - started < 3
+    finally:
+        slow.close()
+        fast.close()
+
+
+def test_stop_lets_a_delivery_in_flight_finish(start_worker, secret: str, redis_client, prefix: str) -> None:
+    receiver = Receiver(secret, always(HANG)).start()
+    try:
+        worker = start_worker()
+        entry = add_entry(redis_client, prefix, receiver.url())
+        receiver.wait_for_count(1)
+        worker.stop()
+        receiver.release()
+        assert worker.join(5) is True
+        keys = ShardKeys.for_game(prefix, entry["game"])
+        assert redis_client.xlen(keys.outbox) == 0 and redis_client.zcard(keys.retry) == 0
+    finally:
+        receiver.close()
