@@ -1,19 +1,25 @@
 """The application factory: everything is built here, nothing at import time."""
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 
 from flask import Flask
 
 from service import observability
 from service.api import register_api
+from service.api.json_provider import OrjsonProvider
 from service.api.context import EXTENSION, ServiceContext
 from service.api.problems import register_problem_handlers
+from service.api.security_headers import init_security_headers
 from service.config import Config
-from service.games import GameService, Settings
+from service.games.setup import game_service
+from service.http_limits import RequestDeadlines
 from service.limits import init_limits
 from service.observability import init_observability
 from service.store import GameStore, store_from_url
+
+logger = logging.getLogger(__name__)
 
 
 def create_app(config: Config | Mapping[str, str] | None = None, store: GameStore | None = None) -> Flask:
@@ -28,17 +34,19 @@ def create_app(config: Config | Mapping[str, str] | None = None, store: GameStor
     app = Flask(__name__)
     app.config.from_mapping(config.flask_settings())
     # Views are JSON objects whose field order (id first) reads like the documentation.
-    app.json.sort_keys = False
+    app.json = OrjsonProvider(app)
     init_observability(app)
     init_limits(app)
     if store is None:
-        store = store_from_url(config.redis_url, config.key_prefix)
-    settings = Settings(
-        game_ttl_seconds=config.game_ttl_seconds,
-        idempotency_ttl_seconds=config.idempotency_ttl_seconds,
-        long_poll_max_seconds=config.long_poll_max_seconds,
-    )
-    app.extensions[EXTENSION] = ServiceContext(config, store, GameService(store, settings, observability))
+        store = store_from_url(config.redis_url, config.key_prefix, config.max_events_per_game,
+                               max_waiters=config.long_poll_max_waiters)
+    if config.allow_anonymous_create and not config.is_embedded:
+        logger.warning("ALLOW_ANONYMOUS_CREATE is on: anyone who reaches this service may create games")
+    if not config.allow_anonymous_create and not config.api_keys:
+        logger.warning("no API_KEYS and anonymous creation is off: no game can be created")
+    app.extensions[EXTENSION] = ServiceContext(config, store, game_service(config, store, observability))
     register_problem_handlers(app)
     register_api(app)
+    init_security_headers(app)
+    app.wsgi_app = RequestDeadlines(app.wsgi_app, config.request_body_timeout_seconds, config.max_content_length)
     return app

@@ -5,6 +5,9 @@
   in this process (memory://).
 - ``ginrummy openapi [--output PATH]``: write the OpenAPI document (default
   ``openapi/openapi.json``), the file checked in with the code.
+- ``ginrummy worker [--host H]``: deliver webhooks and fire turn deadlines (see
+  service/webhooks/worker.py), with /healthz, /readyz and /metrics on WORKER_PORT. Reads
+  the same environment as the service; the other options shorten its timings (tests).
 """
 from __future__ import annotations
 
@@ -17,7 +20,10 @@ from werkzeug.serving import run_simple
 
 from service.api.docs.routes import openapi_text
 from service.app import create_app
-from service.config import EMBEDDED_STORE_URL
+from service.games.setup import game_service
+from service.store import store_from_url
+from service.config import EMBEDDED_STORE_URL, Config, ConfigError
+from service.webhooks.process import run_worker
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
@@ -35,7 +41,13 @@ def main(argv: list[str] | None = None) -> int:
     openapi.add_argument(
         "--output", type=Path, default=DEFAULT_OPENAPI_PATH, help=f"file to write (default {DEFAULT_OPENAPI_PATH})"
     )
+    worker = commands.add_parser("worker", help="deliver webhooks and fire turn deadlines")
+    worker.add_argument("--host", default="0.0.0.0", help="address of /healthz, /readyz, /metrics (default 0.0.0.0)")
+    for option in WORKER_TIMINGS:
+        worker.add_argument(f"--{option.replace('_', '-')}", type=float, dest=option, help="seconds (tests)")
     args = parser.parse_args(argv)
+    if args.command == "worker":
+        return run_worker_command(args)
     if args.command == "serve":
         # The app already writes one JSON line per request; Werkzeug's own line would repeat it.
         logging.getLogger("werkzeug").setLevel(logging.WARNING)
@@ -44,6 +56,23 @@ def main(argv: list[str] | None = None) -> int:
     write_openapi(args.output)
     print(f"wrote {args.output}")
     return 0
+
+
+# WorkerSettings fields a command line may shorten (tests); unset ones keep their defaults.
+WORKER_TIMINGS = ("lease_seconds", "poll_seconds", "block_seconds", "backoff_base_seconds", "backoff_cap_seconds")
+
+
+def run_worker_command(args: argparse.Namespace) -> int:
+    """``ginrummy worker``: exit status 2 with a message for a setting it cannot use or a
+    port it cannot listen on."""
+    try:
+        config = Config.from_env()
+        timings = {name: getattr(args, name) for name in WORKER_TIMINGS if getattr(args, name) is not None}
+        games = game_service(config, store_from_url(config.redis_url, config.key_prefix, config.max_events_per_game))
+        return run_worker(config, games.settle, host=args.host, **timings)
+    except (ConfigError, ValueError, OSError) as error:
+        print(f"ginrummy worker: {error}", file=sys.stderr)
+        return 2
 
 
 def write_openapi(path: Path) -> None:

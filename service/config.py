@@ -5,22 +5,44 @@
 | REDIS_URL | unset → ``memory://`` | where games live; ``memory://`` keeps them in this process only |
 | KEY_PREFIX | ``ginrummy:`` | prefix of every Redis key this service writes |
 | GAME_TTL_SECONDS | 604800 (7 days) | a game expires this long after its last move |
+| UNSTARTED_GAME_TTL_SECONDS | 3600 (1 h) | a game that no person has moved in yet expires this soon |
+| GAME_TOMBSTONE_SECONDS | 2592000 (30 days) | how long an expired game answers 410 (then 404) |
+| MAX_EVENTS_PER_GAME | 5000 | events kept per game; the oldest go first |
 | IDEMPOTENCY_TTL_SECONDS | 86400 (24 h) | how long a response is kept under its Idempotency-Key |
-| API_KEYS | empty | comma-separated keys; when set, creating a game needs ``X-API-Key`` |
-| WEBHOOK_ALLOWED_HOSTS | empty | comma-separated hosts (reserved for webhooks) |
+| API_KEYS | empty | comma-separated keys for ``X-API-Key`` (creating games, abort, tokens, player lists) |
+| ALLOW_ANONYMOUS_CREATE | false with Redis, true in memory | whether games may be created without an API key |
+| CREATE_QUOTA_PER_MINUTE | 600 | games one API key (or, anonymous, one address) may create per minute; 0: no quota |
+| SERVER_SECRET | unset: kept in Redis | key of token MACs, seed mixing and derived ids; the same for every process |
+| METRICS_TOKEN | empty | when set, ``GET /metrics`` needs ``Authorization: Bearer <token>`` |
+| TRUSTED_PROXY_HOPS | 0 | proxies in front whose X-Forwarded-For names the client (rate limits, quotas) |
+| WEBHOOK_ALLOWED_HOSTS | empty | comma-separated hosts a game's ``callback_url`` may name (https); an entry ``http://host[:port]`` also allows plain http there |
+| WEBHOOK_SECRET | empty | Standard Webhooks signing secret, ``whsec_<base64 of 24-64 bytes>``; the worker needs it |
+| WEBHOOK_ALLOW_PRIVATE | ``false`` | ``true`` lets webhooks reach private, loopback and link-local addresses |
+| WEBHOOK_CONCURRENCY | 32 | deliveries one worker runs at once |
+| WEBHOOK_MAX_ATTEMPTS | 8 | attempts per webhook before it goes to the dead-letter stream |
+| WORKER_PORT | 8001 | port of the worker's /healthz, /readyz and /metrics |
+| WORKER_GRACEFUL_SECONDS | 20 | on SIGTERM, how long the worker lets deliveries in flight finish |
 | LOG_LEVEL | ``INFO`` | |
 | MAX_CONTENT_LENGTH | 65536 | largest accepted request body, in bytes |
 | RATE_LIMIT_PER_MINUTE | 0 | requests per client per minute; 0 turns limiting off |
 | LONG_POLL_MAX_SECONDS | 30 | cap on ``wait`` of the events long-poll |
+| LONG_POLL_MAX_WAITERS | 1000 (gunicorn: 3/4 of its worker connections) | long-polls one process holds at once; beyond, 503 ``long_poll_capacity`` with Retry-After |
+| REQUEST_BODY_TIMEOUT_SECONDS | 10 | a request body must arrive within this (gevent worker), else 408 and the connection is closed |
 """
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 
+from service.tokens import SECRET_MIN_LENGTH
+from service.webhooks.callbacks import AllowedHosts, AllowedHostsError
+from service.webhooks.signing import SecretError, WebhookSecret
 EMBEDDED_STORE_URL = "memory://"
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+TRUE_WORDS = ("true", "yes", "1", "on")
+FALSE_WORDS = ("false", "no", "0", "off", "")
+MAX_PORT = 65535
 
 
 class ConfigError(ValueError):
@@ -34,13 +56,30 @@ class Config:
     redis_url: str = EMBEDDED_STORE_URL
     key_prefix: str = "ginrummy:"
     game_ttl_seconds: int = 604800
+    unstarted_game_ttl_seconds: int = 3600
+    game_tombstone_seconds: int = 2592000
+    max_events_per_game: int = 5000
     idempotency_ttl_seconds: int = 86400
     api_keys: tuple[str, ...] = ()
+    allow_anonymous_create: bool = True
+    create_quota_per_minute: int = 600
+    # repr=False: a logged Config must not show a secret.
+    server_secret: str | None = field(default=None, repr=False)
+    metrics_token: str | None = field(default=None, repr=False)
+    trusted_proxy_hops: int = 0
     webhook_allowed_hosts: tuple[str, ...] = ()
     log_level: str = "INFO"
     max_content_length: int = 65536
     rate_limit_per_minute: int = 0
     long_poll_max_seconds: int = 30
+    long_poll_max_waiters: int = 1000
+    request_body_timeout_seconds: int = 10
+    webhook_secret: str = field(default="", repr=False)
+    webhook_allow_private: bool = False
+    webhook_concurrency: int = 32
+    webhook_max_attempts: int = 8
+    worker_port: int = 8001
+    worker_graceful_seconds: int = 20
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: str) -> Config:
@@ -54,21 +93,53 @@ class Config:
         if unknown:
             raise ConfigError(f"unknown setting(s): {', '.join(unknown)}")
         source.update(overrides)
-        return cls(
-            # Unset means the embedded store (which warns that games stay in one process).
-            redis_url=source.get("REDIS_URL", "").strip() or EMBEDDED_STORE_URL,
+        # Unset means the embedded store (which warns that games stay in one process).
+        redis_url = source.get("REDIS_URL", "").strip() or EMBEDDED_STORE_URL
+        embedded = redis_url == EMBEDDED_STORE_URL
+        config = cls(
+            redis_url=redis_url,
             key_prefix=source.get("KEY_PREFIX", cls.key_prefix),
             game_ttl_seconds=_positive_int(source, "GAME_TTL_SECONDS", cls.game_ttl_seconds),
+            unstarted_game_ttl_seconds=_positive_int(source, "UNSTARTED_GAME_TTL_SECONDS", cls.unstarted_game_ttl_seconds),
+            game_tombstone_seconds=_positive_int(source, "GAME_TOMBSTONE_SECONDS", cls.game_tombstone_seconds),
+            max_events_per_game=_int_at_least(source, "MAX_EVENTS_PER_GAME", cls.max_events_per_game, 100),
             idempotency_ttl_seconds=_positive_int(
                 source, "IDEMPOTENCY_TTL_SECONDS", cls.idempotency_ttl_seconds
             ),
             api_keys=_comma_list(source, "API_KEYS"),
-            webhook_allowed_hosts=_comma_list(source, "WEBHOOK_ALLOWED_HOSTS"),
+            # In memory the service is a single process someone is trying out; with Redis it is
+            # a deployment, where an open creation endpoint is a tap anyone can leave running.
+            allow_anonymous_create=_boolean(source, "ALLOW_ANONYMOUS_CREATE", embedded),
+            create_quota_per_minute=_int_at_least(source, "CREATE_QUOTA_PER_MINUTE", cls.create_quota_per_minute, 0),
+            server_secret=source.get("SERVER_SECRET", "").strip() or None,
+            metrics_token=source.get("METRICS_TOKEN", "").strip() or None,
+            trusted_proxy_hops=_int_at_least(source, "TRUSTED_PROXY_HOPS", cls.trusted_proxy_hops, 0),
+            webhook_allowed_hosts=_allowed_hosts(source),
             log_level=_log_level(source),
             max_content_length=_positive_int(source, "MAX_CONTENT_LENGTH", cls.max_content_length),
             rate_limit_per_minute=_int_at_least(source, "RATE_LIMIT_PER_MINUTE", cls.rate_limit_per_minute, 0),
             long_poll_max_seconds=_int_at_least(source, "LONG_POLL_MAX_SECONDS", cls.long_poll_max_seconds, 0),
+            long_poll_max_waiters=_positive_int(source, "LONG_POLL_MAX_WAITERS", cls.long_poll_max_waiters),
+            request_body_timeout_seconds=_positive_int(
+                source, "REQUEST_BODY_TIMEOUT_SECONDS", cls.request_body_timeout_seconds
+            ),
+            webhook_secret=_webhook_secret(source),
+            webhook_allow_private=_boolean(source, "WEBHOOK_ALLOW_PRIVATE", cls.webhook_allow_private),
+            webhook_concurrency=_positive_int(source, "WEBHOOK_CONCURRENCY", cls.webhook_concurrency),
+            webhook_max_attempts=_positive_int(source, "WEBHOOK_MAX_ATTEMPTS", cls.webhook_max_attempts),
+            worker_port=_port(source, "WORKER_PORT", cls.worker_port),
+            worker_graceful_seconds=_int_at_least(source, "WORKER_GRACEFUL_SECONDS", cls.worker_graceful_seconds, 0),
         )
+        if not embedded:
+            _refuse_placeholders(config)
+        if config.server_secret is not None and len(config.server_secret) < SECRET_MIN_LENGTH:
+            raise ConfigError(f"SERVER_SECRET must be at least {SECRET_MIN_LENGTH} characters")
+        return config
+
+    @property
+    def is_embedded(self) -> bool:
+        """Whether games live in this process (memory://), not in Redis."""
+        return self.redis_url == EMBEDDED_STORE_URL
 
     def flask_settings(self) -> dict[str, object]:
         """The settings as Flask config keys (the variable names), for extensions to read."""
@@ -100,6 +171,58 @@ def _positive_int(source: Mapping[str, str], name: str, default: int) -> int:
 
 def _comma_list(source: Mapping[str, str], name: str) -> tuple[str, ...]:
     return tuple(item.strip() for item in source.get(name, "").split(",") if item.strip())
+
+
+def _allowed_hosts(source: Mapping[str, str]) -> tuple[str, ...]:
+    entries = _comma_list(source, "WEBHOOK_ALLOWED_HOSTS")
+    try:
+        AllowedHosts.parse(entries)  # only to refuse a bad entry at start-up
+    except AllowedHostsError as error:
+        raise ConfigError(str(error)) from None
+    return entries
+
+
+def _webhook_secret(source: Mapping[str, str]) -> str:
+    secret = source.get("WEBHOOK_SECRET", "").strip()
+    if secret:
+        try:
+            WebhookSecret.parse(secret)
+        except SecretError as error:
+            raise ConfigError(f"WEBHOOK_SECRET: {error}") from None
+    return secret
+
+
+def _boolean(source: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = source.get(name, "").strip().lower()
+    if not raw:
+        return default
+    if raw in TRUE_WORDS:
+        return True
+    if raw in FALSE_WORDS:
+        return False
+    raise ConfigError(f"{name} must be true or false, not {raw!r}")
+
+
+def _port(source: Mapping[str, str], name: str, default: int) -> int:
+    port = _positive_int(source, name, default)
+    if port > MAX_PORT:
+        raise ConfigError(f"{name} must be a port number (1-{MAX_PORT}), not {port}")
+    return port
+
+
+# What the shipped example secrets (k8s/secrets.env) start with: a deployment that kept one
+# would run with a secret everyone can read in this repository.
+PLACEHOLDER_MARK = "REPLACE-ME"
+
+
+def _refuse_placeholders(config: Config) -> None:
+    """Raise ConfigError naming each setting that still holds a placeholder secret."""
+    secrets = {"REDIS_URL": [config.redis_url], "API_KEYS": list(config.api_keys),
+               "SERVER_SECRET": [config.server_secret or ""], "METRICS_TOKEN": [config.metrics_token or ""],
+               "WEBHOOK_SECRET": [config.webhook_secret]}
+    named = sorted(name for name, values in secrets.items() if any(PLACEHOLDER_MARK in v for v in values))
+    if named:
+        raise ConfigError(f"replace the placeholder secret in: {', '.join(named)} (see k8s/secrets.env)")
 
 
 def _log_level(source: Mapping[str, str]) -> str:

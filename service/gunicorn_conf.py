@@ -4,34 +4,52 @@ Used as ``gunicorn -c python:service.gunicorn_conf service.wsgi:app`` (the image
 Gunicorn reads this module once in the master process; a malformed number in the
 environment stops the start with a ValueError that names the variable.
 
-| variable                     | default                     |
-|------------------------------|-----------------------------|
-| HOST, PORT                   | 0.0.0.0, 8000               |
-| WEB_CONCURRENCY              | 2 x usable CPUs + 1, max 8  |
-| GUNICORN_THREADS             | 8                           |
-| GUNICORN_WORKER_CONNECTIONS  | GUNICORN_THREADS            |
-| GUNICORN_TIMEOUT             | 60                          |
-| GUNICORN_GRACEFUL_TIMEOUT    | 30                          |
-| GUNICORN_KEEPALIVE           | 5                           |
-| GUNICORN_MAX_REQUESTS        | 20000 (0 turns it off)      |
-| GUNICORN_MAX_REQUESTS_JITTER | 2000                        |
-| FORWARDED_ALLOW_IPS          | 127.0.0.1,::1               |
-| LOG_LEVEL                    | info                        |
-| PROMETHEUS_MULTIPROC_DIR     | a fresh temporary directory |
+| variable                     | default                                        |
+|------------------------------|------------------------------------------------|
+| HOST, PORT                   | 0.0.0.0, 8000                                  |
+| WEB_CONCURRENCY              | usable CPUs (one gevent process per core)      |
+| GUNICORN_WORKER_CONNECTIONS  | 4096, lowered to fit the open-files limit      |
+| LONG_POLL_MAX_WAITERS        | 3/4 of GUNICORN_WORKER_CONNECTIONS (read by the app) |
+| GUNICORN_TIMEOUT             | 60                                             |
+| GUNICORN_GRACEFUL_TIMEOUT    | 30                                             |
+| GUNICORN_KEEPALIVE           | 5 (at least 1)                                 |
+| GUNICORN_MAX_REQUESTS        | 20000 (0 turns it off)                         |
+| GUNICORN_MAX_REQUESTS_JITTER | 2000                                           |
+| FORWARDED_ALLOW_IPS          | 127.0.0.1,::1                                  |
+| LOG_LEVEL                    | info                                           |
+| PROMETHEUS_MULTIPROC_DIR     | a fresh temporary directory                    |
+
+Workers are gevent workers (service/gunicorn_worker.py): every connection and request is a
+greenlet, so a long-poll waiting 30 s costs a few kilobytes and no thread, and one process
+per core serves thousands of clients. What a client can make a worker hold is bounded: at
+most GUNICORN_WORKER_CONNECTIONS connections (further ones wait in the listen backlog for
+this or another worker), of which at most LONG_POLL_MAX_WAITERS waiting long-polls (further
+ones get 503 ``long_poll_capacity`` with Retry-After), GUNICORN_KEEPALIVE seconds for a
+request's headers to arrive (idle keep-alive included), REQUEST_BODY_TIMEOUT_SECONDS for its
+body (service/http_limits.py), and 32 Redis connections (service/store/redis.py).
 """
 from __future__ import annotations
 
+import gc
 import importlib
 import math
 import os
+import resource
 import shutil
 import tempfile
 from pathlib import Path
 
-# Each worker process holds its own copy of the app and its own Redis connection pool;
-# concurrency inside a worker comes from threads, so past a handful of processes more
-# workers cost memory without adding throughput.
-MAX_DEFAULT_WORKERS = 8
+# Connections a worker holds at most by default (each is a greenlet and a file descriptor).
+DEFAULT_WORKER_CONNECTIONS = 4096
+# File descriptors a worker needs besides its client connections: Redis connections (32 per
+# node, service/store/redis.py), subscriptions, log and metrics files, the listening socket.
+RESERVED_FILES = 256
+# The share of a worker's connections that waiting long-polls may take by default; the rest
+# stays free for moves, reads and probes.
+WAITERS_SHARE = 0.75
+MAX_WAITERS_ENV = "LONG_POLL_MAX_WAITERS"
+# Collections of the middle generation between two full ones, in workers (see post_worker_init).
+FULL_COLLECTION_EVERY = 100_000
 
 # With several workers, prometheus_client must keep its values in files that every worker
 # writes, so that /metrics reports the sum whichever worker answers the scrape
@@ -74,8 +92,41 @@ def usable_cpus(cpu_max: Path = CGROUP_CPU_MAX) -> int:
 
 
 def default_workers() -> int:
-    """Gunicorn's usual 2 x CPUs + 1, capped at MAX_DEFAULT_WORKERS."""
-    return min(2 * usable_cpus() + 1, MAX_DEFAULT_WORKERS)
+    """One process per usable CPU: a gevent worker keeps its core busy on its own, and any
+    more processes would only take turns on the same cores."""
+    return usable_cpus()
+
+
+def open_files_limit() -> int:
+    """The most file descriptors a process of this server may open: the hard limit, to which
+    on_starting raises the soft one (the master's limits pass on to the workers)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return max(soft, hard) if hard != resource.RLIM_INFINITY else 1 << 20
+
+
+def fitting_connections(requested: int, files: int) -> int:
+    """``requested``, lowered so that the connections and the other files fit in ``files``.
+
+    Raises ValueError for fewer than 2 connections, or when the limit leaves room for less
+    than 16."""
+    if requested < 2:
+        raise ValueError(f"environment variable GUNICORN_WORKER_CONNECTIONS must be at least 2, not {requested}")
+    if files - RESERVED_FILES < 16:
+        raise ValueError(f"the open-files limit ({files}) is too low for the server; raise ulimit -n")
+    return min(requested, files - RESERVED_FILES)
+
+
+def max_waiters(connections: int) -> int:
+    """LONG_POLL_MAX_WAITERS from the environment, else WAITERS_SHARE of ``connections``.
+
+    Raises ValueError when it would leave a worker no connection for other requests."""
+    waiters = env_int(MAX_WAITERS_ENV, max(1, int(connections * WAITERS_SHARE)))
+    if not 1 <= waiters < connections:
+        raise ValueError(
+            f"environment variable {MAX_WAITERS_ENV} must be at least 1 and below the worker's "
+            f"{connections} connections (GUNICORN_WORKER_CONNECTIONS), not {waiters}"
+        )
+    return waiters
 
 
 # Listen on every interface by default: in a container the port is reached from outside.
@@ -83,32 +134,38 @@ bind = [f"{os.environ.get('HOST', '0.0.0.0')}:{env_int('PORT', 8000)}"]
 
 workers = env_int("WEB_CONCURRENCY", default_workers())
 
-# Long-poll requests (GET .../events?wait=S) hold their request for up to 30 s. With sync
-# workers each one would block a whole process; gthread parks it in one of the worker's
-# threads, and idle keep-alive connections wait in the worker's poller without any thread.
-worker_class = "gthread"
-threads = env_int("GUNICORN_THREADS", 8)
-# A gthread worker keeps accepting while it has connection slots (1,000 by default), and a
-# keep-alive connection stays with the worker that accepted it: one worker ended up serving
-# every client while the others idled (bench/README.md). With as many slots as threads, a
-# busy worker leaves further connections to the others; a connection beyond every worker's
-# slots waits in the listen backlog, as its request would wait for a thread anyway.
-worker_connections = env_int("GUNICORN_WORKER_CONNECTIONS", threads)
+worker_class = "service.gunicorn_worker.Worker"
+# gunicorn's gevent worker accepts one connection at a time when there are several workers
+# (max_accept = 1), so a busy worker leaves new connections to the others; a full worker
+# stops accepting until a connection ends.
+worker_connections = fitting_connections(
+    env_int("GUNICORN_WORKER_CONNECTIONS", DEFAULT_WORKER_CONNECTIONS), open_files_limit()
+)
+# The app reads its cap on waiting long-polls from the environment (service/config.py);
+# the default is derived here, where the connections are known, and gunicorn puts it in the
+# environment of the master, and so of every worker.
+raw_env = [f"{MAX_WAITERS_ENV}={max_waiters(worker_connections)}"]
 
-# In a gthread worker the heartbeat comes from the main loop, not from request threads, so
-# this only catches a worker whose loop is stuck; it stays well above the 30 s long-poll
-# so that a slow Redis during a long poll never gets a healthy worker killed.
+# The heartbeat comes from the worker's main greenlet once a second, so this only catches a
+# worker whose event loop is stuck (a request computing without yielding that long).
 timeout = env_int("GUNICORN_TIMEOUT", 60)
 
-# On SIGTERM (Kubernetes, docker stop) workers stop accepting and finish what is in flight
-# for up to this long; a long-poll in flight lasts at most 30 s more, so 30 lets every one
-# end normally. Kubernetes' terminationGracePeriodSeconds must exceed preStop + this.
+# On SIGTERM (Kubernetes, docker stop) workers stop accepting, answer their waiting
+# long-polls at once and finish what is in flight for up to this long (a move takes
+# milliseconds; an idle keep-alive connection closes within the keep-alive time; a worker
+# retiring after max_requests lets its long-polls run out, at most LONG_POLL_MAX_SECONDS).
+# Kubernetes' terminationGracePeriodSeconds must exceed preStop + this.
 graceful_timeout = env_int("GUNICORN_GRACEFUL_TIMEOUT", 30)
 
 # Long enough for a client's next request (typically the next long-poll) to reuse the
 # connection. Behind a proxy that keeps idle upstream connections open longer, set this
 # above the proxy's idle timeout, or the proxy may send on a connection being closed.
+# The gevent worker reads each request's headers under this same timeout, so it is also
+# how long a client may take to send them; 0 (no keep-alive) would leave that unbounded.
 keepalive = env_int("GUNICORN_KEEPALIVE", 5)
+if keepalive < 1:
+    raise ValueError("environment variable GUNICORN_KEEPALIVE must be at least 1: it bounds "
+                     f"how long a client may take to send a request's headers, not {keepalive}")
 
 # Recycle each worker after this many requests so that slow memory growth cannot build up;
 # the jitter keeps the workers from restarting all at once. Restarts are graceful, but a
@@ -143,11 +200,14 @@ proc_name = "ginrummy"
 
 
 def on_starting(server) -> None:
-    """Before the first worker: give prometheus_client an empty directory for its files.
+    """Before the first worker: give prometheus_client an empty directory for its files,
+    raise the open-files limit for the workers' connections, import the app's modules.
 
     A directory named in the environment is created if needed and emptied (files left by a
     previous run would be added to this run's figures); otherwise a fresh one is made."""
     global _made_metrics_dir
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     directory = os.environ.get(METRICS_DIR_ENV)
     if not directory:
         _made_metrics_dir = Path(tempfile.mkdtemp(prefix="ginrummy-metrics-"))
@@ -159,15 +219,40 @@ def on_starting(server) -> None:
             stale.unlink()
     # Import the application's modules once here, after prometheus_client can see the
     # directory: every worker, recycled ones included, then forks with them loaded instead of
-    # spending ~0.6 s importing. The app itself is still built in each worker.
+    # spending ~0.6 s importing. The app itself is still built in each worker. The gevent
+    # worker class patched the standard library in this process before this hook runs
+    # (service/gunicorn_worker.py), so these modules are imported patched.
     importlib.import_module("service.app")
+    # What the imports made lives as long as the process: keep it out of the garbage
+    # collector's full passes (gc.freeze), in the master and so in every worker forked from it.
+    gc.freeze()
+
+
+def post_worker_init(worker) -> None:
+    """The worker has built the app: freeze what that made too, and make full collections rare.
+
+    A worker holding thousands of waiting long-polls tracks ~100 objects for each of them,
+    and a full collection scans every tracked object not frozen, pausing every request of the
+    worker meanwhile (~50 ms for 2,500 waiters): ~225,000 objects of modules and app less to
+    scan halves that pause. By default a full collection is considered every 10 collections
+    of the middle generation; while waiters pile up (a ramp after a deploy) that is one every
+    ~700 new waiters, each longer than the last (the /healthz probe saw 300-800 ms). With
+    one every 100 middle collections, a ramp to 5,000 waiters still met one (/healthz 170-270
+    ms); with one every 100,000 it met none (73 ms). Full passes are then all but left to
+    worker recycling (max_requests): the garbage that only they free (reference cycles that
+    outlived the young generations) lasts at most a worker's life. The young generations,
+    which free most of the garbage, are collected as often as before."""
+    gc.freeze()
+    young, middle, _ = gc.get_threshold()
+    gc.set_threshold(young, middle, FULL_COLLECTION_EVERY)
 
 
 def child_exit(server, worker) -> None:
-    """A worker ended (max_requests, crash, shutdown): drop its live gauges from /metrics."""
-    from prometheus_client import multiprocess  # late: see METRICS_DIR_ENV
+    """A worker ended (max_requests, crash, shutdown): fold its metric files into the archive,
+    so recycled workers neither lose their counts nor pile up files that every scrape reads."""
+    from service.observability.multiproc import retire_process  # late: see METRICS_DIR_ENV
 
-    multiprocess.mark_process_dead(worker.pid)
+    retire_process(worker.pid)
 
 
 def on_exit(server) -> None:

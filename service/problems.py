@@ -1,7 +1,8 @@
 """Error responses as ``application/problem+json`` (RFC 9457), the one error format of the API.
 
 Every error body has ``type``, ``title``, ``status``, ``detail`` and a stable ``code`` that
-clients branch on (docs: /work/shared/API.md, "Errors"); validation errors add ``errors``.
+clients branch on (docs/api.md, "Errors"), and ``params``, the values of this occurrence a
+client can put into its own translated message; validation errors add ``errors``.
 """
 from __future__ import annotations
 
@@ -16,13 +17,14 @@ PROBLEM_MIMETYPE = "application/problem+json"
 PROBLEM_TYPE_PREFIX = "urn:ginrummy:problem:"
 
 
-def problem_body(status: int, code: str, title: str, detail: str, **extra: object) -> str:
+def problem_body(status: int, code: str, title: str, detail: str, params: dict | None = None, **extra: object) -> str:
     """The JSON text of a problem (see ``problem``); also written by gunicorn's own errors."""
     return json.dumps({"type": PROBLEM_TYPE_PREFIX + code, "title": title, "status": status,
-                       "detail": detail, "code": code, **extra})
+                       "detail": detail, "code": code, "params": params or {}, **extra})
 
 
-def problem(status: int, code: str, title: str, detail: str, **extra: object) -> flask.Response:
+def problem(status: int, code: str, title: str, detail: str, params: dict | None = None,
+            **extra: object) -> flask.Response:
     """A problem+json response with HTTP ``status``.
 
     ``title`` is a short summary that is the same for every occurrence of ``code``;
@@ -32,7 +34,8 @@ def problem(status: int, code: str, title: str, detail: str, **extra: object) ->
     ``Retry-After`` are set by the caller on the returned response. Works with or without
     an application context.
     """
-    return flask.Response(problem_body(status, code, title, detail, **extra), status=status, mimetype=PROBLEM_MIMETYPE)
+    return flask.Response(problem_body(status, code, title, detail, params, **extra), status=status,
+                          mimetype=PROBLEM_MIMETYPE)
 
 
 def problem_code(response: flask.Response) -> str | None:

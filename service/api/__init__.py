@@ -1,41 +1,20 @@
 """The HTTP API: one folder per resource (routes + schemas), errors as problem+json.
 
-``register_api(app)`` builds the OpenAPI-documented API on an app whose extensions are set.
+``register_api(app)`` builds the OpenAPI-documented API on an app whose extensions are set,
+and the OpenAPI document that describes it (``document_text``).
 """
 from __future__ import annotations
+
+import json
 
 from flask import Flask
 from flask_smorest import Api
 from werkzeug.exceptions import HTTPException
 
+from service.api import openapi
 from service.api.problems import ProblemSchema, problem_from_http, problem_response
 
-API_TITLE = "Gin Rummy"
-API_VERSION = "1.0.0"
-OPENAPI_VERSION = "3.0.3"
-API_DESCRIPTION = """\
-Host Gin Rummy matches: the classic two-player game and the three-player "in the box" game.
-
-Create a match with `POST /v1/games`: the answer holds one secret **player token** per seat.
-Act or read as that player with `Authorization: Bearer <token>`; without a token you get the
-public (spectator) view. Every action answers with the actor's new view and an `ETag`
-carrying the game's version; send it back in `If-Match` to act only on that version, and
-add an `Idempotency-Key` to retry safely. Errors are `application/problem+json` with a
-stable `code` to branch on. Cards are written rank then suit: `As`, `Td`, `Kh`.
-"""
-SECURITY_SCHEMES = {
-    "playerToken": {
-        "type": "http",
-        "scheme": "bearer",
-        "description": "A player token from the answer to `POST /v1/games`; it acts and reads as that seat.",
-    },
-    "apiKey": {
-        "type": "apiKey",
-        "in": "header",
-        "name": "X-API-Key",
-        "description": "Service key; needed to create games only when the server is configured with API keys.",
-    },
-}
+DOCUMENT_EXTENSION = "ginrummy.openapi"
 
 
 class ProblemApi(Api):
@@ -54,26 +33,53 @@ class ProblemApi(Api):
 
 
 def register_api(app: Flask) -> ProblemApi:
-    """Register every resource and the documentation on ``app``."""
+    """Register every resource and the documentation on ``app`` (whose service context is set:
+    the document asks no credential of ``createGame`` when its configuration lets anyone create)."""
     # Imported here: the route modules build their blueprints at import time.
+    from service.api.context import EXTENSION
     from service.api.docs.routes import assets, blp as docs_blp
+    from service.api.examples import recorded
+    from service.api.games.event_schemas import event_components
     from service.api.games.routes import blp as games_blp
     from service.api.hands.routes import blp as hands_blp
     from service.api.health.routes import blp as health_blp
+    from service.api.players.routes import blp as players_blp
+    from service.api.problems import problem_responses
+    from service.api.vocabulary import COMPONENTS
 
     app.config.update(
-        API_TITLE=API_TITLE,
-        API_VERSION=API_VERSION,
-        OPENAPI_VERSION=OPENAPI_VERSION,
+        API_TITLE=openapi.API_TITLE,
+        API_VERSION=openapi.API_VERSION,
+        OPENAPI_VERSION=openapi.OPENAPI_VERSION,
         # The docs blueprint serves the document and the UI itself, with local assets.
         OPENAPI_URL_PREFIX=None,
-        API_SPEC_OPTIONS={"info": {"description": API_DESCRIPTION}},
+        API_SPEC_OPTIONS={
+            "info": {"description": openapi.API_DESCRIPTION, "contact": openapi.CONTACT, "license": openapi.LICENSE},
+            "servers": openapi.SERVERS,
+            "externalDocs": openapi.EXTERNAL_DOCS,
+            "security": openapi.OPTIONAL_PLAYER_TOKEN,
+        },
     )
-    api = ProblemApi(app)
-    for name, scheme in SECURITY_SCHEMES.items():
-        api.spec.components.security_scheme(name, scheme)
-    for blp in (games_blp, hands_blp, health_blp, docs_blp):
+    api = ProblemApi(app, spec_kwargs={"marshmallow_plugin": openapi.DocumentPlugin()})
+    components = api.spec.components
+    for name, scheme in openapi.SECURITY_SCHEMES.items():
+        components.security_scheme(name, scheme)
+    for name, header in openapi.HEADERS.items():
+        components.header(name, header)
+    examples = recorded()
+    for name, response in problem_responses(examples.problems).items():
+        components.response(name, response)
+    for name, schema in {**COMPONENTS, **event_components()}.items():
+        components.schema(name, schema)
+    for blp in (games_blp, players_blp, hands_blp, health_blp, docs_blp):
         api.register_blueprint(blp)
     app.register_blueprint(assets)
+    document = openapi.finish(api.spec.to_dict(), examples.responses,
+                               app.extensions[EXTENSION].config.allow_anonymous_create)
+    app.extensions[DOCUMENT_EXTENSION] = json.dumps(document, sort_keys=True, indent=2) + "\n"
     return api
 
+
+def document_text(app: Flask) -> str:
+    """The app's OpenAPI document as checked in: sorted keys, indent 2, final newline."""
+    return app.extensions[DOCUMENT_EXTENSION]

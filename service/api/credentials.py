@@ -1,4 +1,4 @@
-"""The credentials a request carries: a player token (Bearer) and the optional service key."""
+"""The credentials a request carries: a player token (Bearer) and the service's API key."""
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -9,6 +9,7 @@ from service import tokens
 from service.games import Unauthorized
 
 BEARER = "bearer"
+API_KEY_CHALLENGE = 'ApiKey header="X-API-Key"'
 
 
 def optional_token(request: Request) -> str | None:
@@ -35,8 +36,22 @@ def required_token(request: Request) -> str:
     return token
 
 
-def check_api_key(request: Request, accepted: Iterable[str]) -> None:
-    """Raise Unauthorized unless API keys are off or ``X-API-Key`` is one of them."""
-    accepted = tuple(accepted)
-    if accepted and not tokens.is_accepted_key(request.headers.get("X-API-Key"), accepted):
-        raise Unauthorized("creating a game needs a valid X-API-Key header", challenge='ApiKey header="X-API-Key"')
+def api_key_owner(request: Request, accepted: Iterable[str]) -> str | None:
+    """The key id of the request's API key, or None when it sent none.
+
+    Raises Unauthorized for a key that is not one of ``accepted``: a wrong key is an error,
+    never the same as no key."""
+    given = request.headers.get("X-API-Key")
+    if given is None:
+        return None
+    if not tokens.is_accepted_key(given, accepted):
+        raise Unauthorized("this X-API-Key is not one of the service's keys", challenge=API_KEY_CHALLENGE)
+    return tokens.key_id(given)
+
+
+def required_api_key_owner(request: Request, accepted: Iterable[str]) -> str:
+    """The key id of the request's API key; raises Unauthorized without a valid one."""
+    owner = api_key_owner(request, accepted)
+    if owner is None:
+        raise Unauthorized("this needs an API key: X-API-Key", challenge=API_KEY_CHALLENGE)
+    return owner

@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import marshmallow as ma
 
-from service.rules import CARDS, InvalidInput, parse_card
+from service.api.text import RULE, ShownText
+from service.rules import CARDS
 
 CARD_PATTERN = r"^[A2-9TJQK][cdhs]$"
-# A bad card is named in the error; longer text is cut so a hostile value is not echoed.
-NAMED_VALUE_MAX = 20
 EXAMPLE_HAND = ["As", "2s", "3s", "7d", "7c", "7h", "Td", "Jd", "Qd", "4c"]
 
 
@@ -20,26 +19,23 @@ def doc(description: str, example: object) -> dict:
     return {"description": description, "example": example}
 
 
-# Text without control characters (C0, C1) or line and paragraph separators. Checked with a
-# pattern, not str.isprintable(), so that the OpenAPI document states exactly what passes.
-# No control characters, line separators, bidirectional overrides or lone surrogates: names
-# and advice are shown to other players, where such characters disguise or break the text.
-# U+200D (zero-width joiner) stays allowed: emoji sequences need it.
-PRINTABLE_PATTERN = r"^[^\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]+$"
-# Header values: visible ASCII and space.
-HEADER_TEXT_PATTERN = r"^[\u0020-\u007e]+$"
+# Header values: visible ASCII and space (a pattern every common regex engine reads alike).
+HEADER_TEXT_PATTERN = r"^[ -~]+$"
 
 
-def text_field(description: str, example: str, max_length: int, pattern: str = PRINTABLE_PATTERN, **kwargs) -> ma.fields.String:
-    """A string of 1 to ``max_length`` characters matching ``pattern`` (documented as such)."""
+def shown_text(description: str, example: str, max_length: int, **kwargs) -> ShownText:
+    """Text shown to other people: 1 to ``max_length`` characters under the rule of ``text.py``."""
+    return ShownText(max_length, metadata=doc(f"{description} ({RULE})", example), **kwargs)
+
+
+def header_text(description: str, example: str | None, max_length: int, **kwargs) -> ma.fields.String:
+    """A header value of 1 to ``max_length`` visible ASCII characters (documented as such)."""
+    metadata = {"description": description, **({} if example is None else {"example": example}),
+                "pattern": HEADER_TEXT_PATTERN}
     return ma.fields.String(
-        validate=[
-            ma.validate.Length(1, max_length),
-            ma.validate.Regexp(pattern, error="Must contain printable characters only."),
-        ],
-        metadata=doc(description, example),
-        **kwargs,
-    )
+        validate=[ma.validate.Length(1, max_length),
+                  ma.validate.Regexp(HEADER_TEXT_PATTERN, error="Must be visible ASCII characters.")],
+        metadata=metadata, **kwargs)
 
 
 class StrictBoolean(ma.fields.Boolean):
@@ -51,26 +47,18 @@ class StrictBoolean(ma.fields.Boolean):
         return value
 
 
-class CardField(ma.fields.String):
-    """A card in RULES.md notation, loaded as the engine's ``Card``.
+class CardField(ma.fields.Raw):
+    """A card in the notation of docs/rules.md (``Th``). Documented as a string with a pattern;
+    the engine parses it (``parse_action``), so a bad value is refused there with ``invalid_card``
+    and the field named."""
 
-    Any failure of this field is reported with code ``invalid_card`` (see problems.py).
-    """
-
-    def _deserialize(self, value, attr, data, **kwargs):
-        if not isinstance(value, str) or len(value) > NAMED_VALUE_MAX:
-            shown = repr(value)
-            if len(shown) > NAMED_VALUE_MAX:
-                shown = shown[:NAMED_VALUE_MAX] + "…"
-            raise ma.ValidationError(f"{shown} is not a card: write rank (A23456789TJQK) then suit (cdhs), e.g. 'Th'")
-        try:
-            return parse_card(value)
-        except InvalidInput as error:
-            raise ma.ValidationError(error.detail) from None
+    def deserialize(self, value, attr=None, data=None, **kwargs):
+        # null too is a card that is not one: the engine refuses it, naming the field.
+        return None if value is None else super().deserialize(value, attr, data, **kwargs)
 
 
 def card_field(description: str, example: str = "Th", **kwargs) -> CardField:
-    return CardField(metadata={**doc(description, example), "pattern": CARD_PATTERN}, **kwargs)
+    return CardField(metadata={**doc(description, example), "type": "string", "pattern": CARD_PATTERN}, **kwargs)
 
 
 def card_list(description: str, example: list[str], unique: bool = False, **kwargs) -> ma.fields.List:
@@ -93,35 +81,19 @@ def melds_field(description: str, example: list[list[str]], **kwargs) -> ma.fiel
     )
 
 
-def field_at(schema: ma.Schema, path: list[str]) -> ma.fields.Field | None:
-    """The field of ``schema`` that a dotted error path (``melds.0.1``) points at, if any."""
-    field: ma.fields.Field | ma.Schema | None = schema
-    for part in path:
-        if isinstance(field, ma.fields.Nested):
-            field = field.schema
-        if isinstance(field, ma.Schema):
-            field = next((f for f in field.load_fields.values() if (f.data_key or f.name) == part), None)
-        elif isinstance(field, ma.fields.List) and part.isdigit():
-            field = field.inner
-        else:
-            return None
-    return field if isinstance(field, ma.fields.Field) else None
+class ResponseSchema(ma.Schema):
+    """A response body: documented open to fields added later (no ``additionalProperties:
+    false``), as the contract promises. Request bodies stay strict (marshmallow's default)."""
 
-
-def example_of(schema: type[ma.Schema]) -> dict:
-    """An example object of ``schema``, made of its fields' examples."""
-    return {
-        field.data_key or name: field.metadata["example"]
-        for name, field in schema().fields.items()
-        if "example" in field.metadata
-    }
+    class Meta:
+        unknown = ma.EXCLUDE
 
 
 def nested(schema: type[ma.Schema], description: str, **kwargs) -> ma.fields.Nested:
-    """A nested object, documented with an example built from its fields'."""
-    return ma.fields.Nested(schema, metadata=doc(description, example_of(schema)), **kwargs)
+    """A nested object (its example is its schema's, see ``openapi.examples_on_components``)."""
+    return ma.fields.Nested(schema, metadata={"description": description}, **kwargs)
 
 
 def nested_list(schema: type[ma.Schema], description: str, **kwargs) -> ma.fields.List:
-    """A list of nested objects, documented with a one-item example."""
-    return ma.fields.List(ma.fields.Nested(schema), metadata=doc(description, [example_of(schema)]), **kwargs)
+    """A list of nested objects."""
+    return ma.fields.List(ma.fields.Nested(schema), metadata={"description": description}, **kwargs)

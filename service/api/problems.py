@@ -7,32 +7,39 @@ never a stack trace. ``register_problem_handlers`` maps every exception kind to 
 from __future__ import annotations
 
 import http
+import inspect
+import json
 import logging
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 import marshmallow as ma
 from flask import Flask, Response
 from werkzeug.exceptions import HTTPException
 
-from service import games
-from service.problems import PROBLEM_MIMETYPE, PROBLEM_TYPE_PREFIX
+from service.api.openapi import HEADERS, RETRY_AFTER, header_ref
+from service.problems import PROBLEM_MIMETYPE, PROBLEM_TYPE_PREFIX, problem_body
 from service.problems import problem as problem_json
-from service.api.fields import CardField, field_at
-from service.rules import Forbidden, IllegalMove, InvalidInput, RulesError
-from service.store.base import GameMissing, StoreError
+from service.rules import GameError
 
 log = logging.getLogger(__name__)
 
 PROBLEM_MEDIA_TYPE = PROBLEM_MIMETYPE
 TYPE_PREFIX = PROBLEM_TYPE_PREFIX
-# Clients back off this many seconds when the store is down.
-STORE_RETRY_AFTER_SECONDS = 1
 
 TITLES = {
     "invalid_request": "The request is malformed",
     "invalid_card": "Not a card",
     "invalid_rules": "Invalid rule options",
-    "bots_not_supported": "Bots are not supported",
+    "no_human_seat": "A match needs a person",
+    "seed_not_allowed": "Seeding needs an API key",
+    "callback_not_allowed": "Callback URL not allowed",
+    "creation_quota_exceeded": "Too many games created",
+    "advice_limit_reached": "Too much advice this hand",
+    "game_not_finished": "The match is not over",
+    "game_expired": "The game expired",
+    "store_full": "Game store full",
+    "long_poll_capacity": "Too many waiting requests",
     "idempotency_key_reused": "Idempotency key reused for a different request",
     "unauthorized": "Missing or unknown credentials",
     "forbidden": "Not allowed for this player",
@@ -67,13 +74,6 @@ HTTP_CODES = {
     500: "internal_error",
 }
 
-USE_CASE_STATUS = {
-    games.Unauthorized: 401,
-    games.PreconditionFailed: 412,
-    games.ConcurrentChange: 409,
-    games.Unprocessable: 422,
-}
-RULES_STATUS = {InvalidInput: 422, IllegalMove: 409, Forbidden: 403}
 
 
 class Problem(Exception):
@@ -86,6 +86,7 @@ class Problem(Exception):
         detail: str,
         errors: Mapping[str, list[str]] | None = None,
         headers: Mapping[str, str] | None = None,
+        params: Mapping[str, object] | None = None,
     ):
         super().__init__(detail)
         self.status = status
@@ -93,20 +94,32 @@ class Problem(Exception):
         self.detail = detail
         self.errors = dict(errors) if errors else None
         self.headers = dict(headers or {})
+        self.params = dict(params or {})
 
 
 def problem_response(problem: Problem) -> Response:
     """The problem+json response for ``problem``."""
     extra = {"errors": problem.errors} if problem.errors else {}
-    title = TITLES.get(problem.code) or http.HTTPStatus(problem.status).phrase
-    response = problem_json(problem.status, problem.code, title, problem.detail, **extra)
+    response = problem_json(problem.status, problem.code, _title(problem), problem.detail, problem.params, **extra)
     response.headers.extend(problem.headers)
     return response
 
 
-def field_problem(status: int, code: str, detail: str, field: str | None) -> Problem:
-    """A problem about one request field (named in ``errors`` when known)."""
-    return Problem(status, code, detail, {field: [detail]} if field else None)
+def problem_document(problem: Problem) -> dict:
+    """The body of ``problem_response(problem)``, as JSON values."""
+    extra = {"errors": problem.errors} if problem.errors else {}
+    return json.loads(problem_body(problem.status, problem.code, _title(problem), problem.detail, problem.params,
+                                   **extra))
+
+
+def _title(problem: Problem) -> str:
+    return TITLES.get(problem.code) or http.HTTPStatus(problem.status).phrase
+
+
+def refusal_problem(error: GameError) -> Problem:
+    """The problem of a refusal, naming its field in ``errors`` when it has one."""
+    errors = {error.field: [error.detail]} if error.field else None
+    return Problem(error.status, error.code, error.detail, errors, error.headers, error.params)
 
 
 def problem_from_http(error: HTTPException) -> Problem:
@@ -119,10 +132,10 @@ def problem_from_http(error: HTTPException) -> Problem:
     headers.update(data.get("headers") or {})
     if messages:
         errors = flatten_messages(messages)
-        code = validation_code(data.get("schema"), errors) if status == 422 else HTTP_CODES.get(status, "invalid_request")
+        code = validation_code(errors) if status == 422 else HTTP_CODES.get(status, "invalid_request")
         field, first = next(iter(errors.items()))
         detail = f"{field}: {first[0]}" if field != "body" else first[0]
-        return Problem(status, code, detail, errors, headers)
+        return Problem(status, code, detail, errors, headers, {"fields": list(errors)})
     code = HTTP_CODES.get(status) or error.name.lower().replace(" ", "_").replace("'", "")
     detail = _HTTP_DETAILS.get(status) or error.description or http.HTTPStatus(status).phrase
     return Problem(status, code, detail, headers=headers)
@@ -159,17 +172,21 @@ def flatten_messages(messages: Mapping) -> dict[str, list[str]]:
 
     for location_messages in messages.values():
         walk(location_messages, [])
-    return flat
+    # A client chooses the names of unknown fields: echo a few, each cut short.
+    return {_shown_path(path): found for path, found in list(flat.items())[:MAX_FIELD_ERRORS]}
 
 
-def validation_code(schema: ma.Schema | None, errors: Iterable[str]) -> str:
-    """``invalid_card`` when only cards failed, ``invalid_rules`` when only rule options did,
-    else ``invalid_request``."""
+MAX_FIELD_ERRORS = 20
+MAX_FIELD_PATH = 64
+
+
+def _shown_path(path: str) -> str:
+    return path if len(path) <= MAX_FIELD_PATH else path[:MAX_FIELD_PATH] + "…"
+
+
+def validation_code(errors: Iterable[str]) -> str:
+    """``invalid_rules`` when only rule options failed, else ``invalid_request``."""
     paths = list(errors)
-    if schema is not None and paths and all(
-        isinstance(field_at(schema, path.split(".")), CardField) for path in paths
-    ):
-        return "invalid_card"
     if paths and all(p == "rules" or p.startswith("rules.") for p in paths):
         return "invalid_rules"
     return "invalid_request"
@@ -184,34 +201,9 @@ def register_problem_handlers(app: Flask) -> None:
     def _problem(problem: Problem) -> Response:
         return problem_response(problem)
 
-    @app.errorhandler(RulesError)
-    def _rules(error: RulesError) -> Response:
-        status = next((s for kind, s in RULES_STATUS.items() if isinstance(error, kind)), 422)
-        return problem_response(field_problem(status, error.code, error.detail, error.field))
-
-    @app.errorhandler(games.UseCaseError)
-    def _use_case(error: games.UseCaseError) -> Response:
-        status = next(s for kind, s in USE_CASE_STATUS.items() if isinstance(error, kind))
-        problem = field_problem(status, error.code, error.detail, error.field)
-        if isinstance(error, games.Unauthorized):
-            problem.headers["WWW-Authenticate"] = error.challenge
-        return problem_response(problem)
-
-    @app.errorhandler(GameMissing)
-    def _missing(error: GameMissing) -> Response:
-        return problem_response(Problem(404, "game_not_found", "no game with this id (it may have expired)"))
-
-    @app.errorhandler(StoreError)
-    def _store(error: StoreError) -> Response:
-        log.error("game store unavailable: %s", error)
-        return problem_response(
-            Problem(
-                503,
-                "store_unavailable",
-                "the game store cannot be reached; retry shortly",
-                headers={"Retry-After": str(STORE_RETRY_AFTER_SECONDS)},
-            )
-        )
+    @app.errorhandler(GameError)
+    def _refused(error: GameError) -> Response:
+        return problem_response(refusal_problem(error))
 
     @app.errorhandler(Exception)
     def _bug(error: Exception) -> Response:
@@ -221,6 +213,10 @@ def register_problem_handlers(app: Flask) -> None:
 
 class ProblemSchema(ma.Schema):
     """An RFC 9457 problem (documentation only: problems are built by ``problem_response``)."""
+
+    class Meta:
+        # A response: open to members added later.
+        unknown = ma.EXCLUDE
 
     type = ma.fields.String(
         required=True,
@@ -235,11 +231,20 @@ class ProblemSchema(ma.Schema):
     )
     detail = ma.fields.String(
         required=True,
-        metadata={"description": "What went wrong with this request", "example": "it is seat 1's turn"},
+        metadata={"description": "What went wrong with this request, in English", "example": "it is seat 1's turn"},
     )
     code = ma.fields.String(
         required=True,
         metadata={"description": "Stable machine-readable code to branch on", "example": "not_your_turn"},
+    )
+    params = ma.fields.Dict(
+        keys=ma.fields.String(),
+        required=True,
+        metadata={
+            "description": "The values of this occurrence that a client can put into its own translated message "
+                           "(which ones depends on `code`)",
+            "example": {"turn": 1},
+        },
     )
     errors = ma.fields.Dict(
         keys=ma.fields.String(),
@@ -251,68 +256,123 @@ class ProblemSchema(ma.Schema):
     )
 
 
-STATUS_MEANING = {
-    400: "The body is not valid JSON",
-    401: "A needed credential is missing or unknown",
-    403: "This player may not do this",
-    404: "No such game (or it expired)",
-    409: "The rules forbid this now, or the game changed meanwhile",
-    412: "The game is not at the version named in If-Match",
-    413: "The body is larger than the service accepts",
-    415: "The body is not JSON",
-    422: "The request does not follow the schema or names an unknown card or rule option",
-    429: "Too many requests from this client (only when the server limits the rate); see Retry-After",
-    503: "The game store cannot be reached; retry after the Retry-After delay",
+@dataclass(frozen=True)
+class ProblemResponse:
+    """One status's problems, documented once in ``components/responses``."""
+
+    name: str
+    meaning: str
+    codes: tuple[str, ...]
+
+
+# Every code the API answers, by status. An operation documents the statuses it may answer (by
+# reference to these) and lists its own codes in its description.
+PROBLEM_RESPONSES: dict[int | str, ProblemResponse] = {
+    400: ProblemResponse("BadRequest", "The body is not valid JSON", ("invalid_request",)),
+    401: ProblemResponse("Unauthorized", "A needed credential is missing or unknown", ("unauthorized",)),
+    403: ProblemResponse("Forbidden", "This credential may not do this", ("forbidden", "seed_not_allowed")),
+    404: ProblemResponse("NotFound", "No such game", ("game_not_found",)),
+    409: ProblemResponse("Conflict", "The rules forbid this now, or the game changed meanwhile", (
+        "not_your_turn", "wrong_phase", "game_finished", "conflict", "card_not_in_hand", "cannot_discard_drawn_card",
+        "deadwood_too_high", "invalid_melds", "invalid_layoff", "game_not_finished", "advice_limit_reached")),
+    410: ProblemResponse("Gone", "The game expired (it answers so for a while after; then 404)", ("game_expired",)),
+    412: ProblemResponse("PreconditionFailed", "The game is not at the version named in If-Match",
+                         ("version_mismatch",)),
+    413: ProblemResponse("PayloadTooLarge", "The body is larger than the service accepts", ("payload_too_large",)),
+    415: ProblemResponse("UnsupportedMediaType", "The body is not JSON", ("unsupported_media_type",)),
+    422: ProblemResponse("UnprocessableContent", "The request does not follow the schema, or names an unknown "
+                         "card or rule option, or cannot be processed as it is", (
+                             "invalid_request", "invalid_card", "invalid_rules", "no_human_seat",
+                             "callback_not_allowed", "idempotency_key_reused")),
+    429: ProblemResponse("TooManyRequests", "Too many requests from this client (only when the server limits the "
+                         "rate), or too many games created; retry after the Retry-After delay",
+                         ("rate_limited", "creation_quota_exceeded")),
+    503: ProblemResponse("ServiceUnavailable", "The game store cannot be reached or is full, or too many requests "
+                         "wait; retry after the Retry-After delay",
+                         ("store_unavailable", "store_full", "long_poll_capacity")),
+    "default": ProblemResponse("InternalError", "An unexpected error; it carries no internal detail",
+                               ("internal_error",)),
 }
-RETRY_AFTER_HEADER = {
-    "description": "Seconds to wait before retrying",
-    "schema": {"type": "integer"},
-    "example": STORE_RETRY_AFTER_SECONDS,
-}
+RETRY_AFTER_STATUSES = {429: True, 503: False}  # status: whether every such answer carries it
 
 
-def documents_problems(blp, problems: Mapping[int, Iterable[str]]):
-    """Decorator documenting each ``status: codes`` of ``problems`` as a problem+json response.
+def problem_responses(examples: Mapping[str, dict]) -> dict[str, dict]:
+    """The ``components/responses`` of every status in ``PROBLEM_RESPONSES``, each with one
+    example per code: ``examples[code]`` when given (a real problem), else one made up from the
+    code's title."""
+    components = {}
+    for status, response in PROBLEM_RESPONSES.items():
+        codes = ", ".join(f"`{code}`" for code in response.codes)
+        content = {
+            "schema": {"$ref": "#/components/schemas/Problem"},
+            "examples": {code: {"summary": TITLES[code], "value": examples.get(code) or _made_up(status, code)}
+                         for code in response.codes},
+        }
+        documented = {"description": f"{response.meaning}. `code`: {codes}", "content": {PROBLEM_MEDIA_TYPE: content}}
+        if status in RETRY_AFTER_STATUSES:
+            documented["headers"] = {RETRY_AFTER: {**header_ref(RETRY_AFTER)}}
+            if RETRY_AFTER_STATUSES[status]:
+                documented["headers"][RETRY_AFTER] = {**HEADERS[RETRY_AFTER], "required": True}
+        components[response.name] = documented
+    return components
 
-    A ``default`` response (``internal_error``) is documented too.
-    """
+
+def documents_problems(blp, problems: Mapping[int, Iterable[str]], limited: bool = True):
+    """Decorator documenting each ``status: codes`` of ``problems`` as a reference to that
+    status's shared problem response, and a ``default`` (``internal_error``); the codes this
+    operation may answer are added to its description.
+
+    ``limited=False`` (an operation the rate limiter never counts) documents them inline
+    instead, since the shared responses declare the rate-limit headers. Raises ValueError for a
+    code that its status's shared response does not list."""
+    problems = {status: list(codes) for status, codes in problems.items()}
+    for status, codes in problems.items():
+        unknown = set(codes) - set(PROBLEM_RESPONSES[status].codes)
+        if unknown:
+            raise ValueError(f"codes {sorted(unknown)} are not among the documented {status} problems")
 
     def decorator(func):
-        for status, codes in problems.items():
-            codes = list(codes)
-            func = blp.alt_response(
-                status,
-                schema=ProblemSchema,
-                content_type=PROBLEM_MEDIA_TYPE,
-                description=f"{STATUS_MEANING[status]}. `code`: " + ", ".join(f"`{c}`" for c in codes),
-                example=_example(status, codes[0]),
-                headers={"Retry-After": RETRY_AFTER_HEADER} if status in (429, 503) else None,
-            )(func)
-        return blp.alt_response(
-            "default",
-            schema=ProblemSchema,
-            content_type=PROBLEM_MEDIA_TYPE,
-            description="An unexpected error (`internal_error`); it carries no internal detail",
-            example=_example(500, "internal_error"),
-        )(func)
+        listed = "; ".join(f"{status} " + ", ".join(f"`{c}`" for c in codes) for status, codes in problems.items())
+        if listed:
+            func.__doc__ = f"{inspect.cleandoc(func.__doc__)}\n\nProblems (status and `code`): {listed}."
+        for status, codes in [*problems.items(), ("default", ["internal_error"])]:
+            if limited:
+                func = blp.alt_response(status, response=PROBLEM_RESPONSES[status].name)(func)
+            else:
+                func = blp.alt_response(status, schema=ProblemSchema, content_type=PROBLEM_MEDIA_TYPE,
+                                        description=PROBLEM_RESPONSES[status].meaning,
+                                        headers={RETRY_AFTER: header_ref(RETRY_AFTER)}
+                                        if status in RETRY_AFTER_STATUSES else None,
+                                        examples={code: {"summary": TITLES[code], "value": _made_up(status, code)}
+                                                  for code in codes})(func)
+        return func
 
     return decorator
 
 
-def _example(status: int, code: str) -> dict:
-    return {
-        "type": TYPE_PREFIX + code,
-        "title": TITLES.get(code) or http.HTTPStatus(status).phrase,
-        "status": status,
-        "detail": EXAMPLE_DETAILS.get(code, STATUS_MEANING.get(status, _HTTP_DETAILS.get(status, ""))),
-        "code": code,
-    }
+def _made_up(status: int | str, code: str) -> dict:
+    http_status = 500 if status == "default" else int(status)
+    return json.loads(problem_body(http_status, code, TITLES[code], EXAMPLE_DETAILS.get(code, TITLES[code]),
+                                   EXAMPLE_PARAMS.get(code)))
 
 
+# For the problems no example game shows (HTTP-level ones, outages, limits).
 EXAMPLE_DETAILS = {
-    "unauthorized": "this action needs a player token: Authorization: Bearer <token>",
-    "not_your_turn": "it is seat 1's turn",
-    "game_not_found": "no game with this id (it may have expired)",
-    "version_mismatch": "the game is at version 18, not the one named in If-Match",
+    "invalid_request": "players.0.name: Length must be between 1 and 40.",
+    "payload_too_large": "The request body may not exceed 65536 bytes.",
+    "unsupported_media_type": "send the body as JSON with Content-Type: application/json",
+    "rate_limited": "at most 600 requests per minute",
+    "creation_quota_exceeded": "at most 600 games may be created per minute",
     "store_unavailable": "the game store cannot be reached; retry shortly",
+    "store_full": "the game store is full; retry later",
+    "long_poll_capacity": "too many requests are waiting for events; retry shortly",
+    "internal_error": "the service failed to answer this request",
+    "game_expired": "this game expired",
+    "callback_not_allowed": "this callback host is not allowed by the server's configuration",
+}
+EXAMPLE_PARAMS = {
+    "payload_too_large": {"max_bytes": 65536},
+    "rate_limited": {"retry_after": 42},
+    "creation_quota_exceeded": {"retry_after": 60, "limit": 600},
+    "store_unavailable": {"retry_after": 1},
 }

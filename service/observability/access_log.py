@@ -2,7 +2,9 @@
 
 The line holds only what is safe to keep: never headers (Authorization, X-API-Key), query
 strings, request or response bodies, tokens or cards; from a problem+json response only
-its ``code`` is read.
+its ``code`` is read. The game id comes from the path, which a client writes: only a
+well-formed one is logged (a token or a key pasted into the path would otherwise land in
+the log); any other text is logged as ``MALFORMED_GAME_ID``.
 """
 from __future__ import annotations
 
@@ -10,14 +12,16 @@ import logging
 
 import flask
 
+from service.ids import is_game_id
 from service.observability.jsonlog import FIELDS_ATTRIBUTE
 from service.observability.request_id import current_request_id
 from service.problems import problem_code
 
 ACCESS_LOGGER = logging.getLogger("ginrummy.access")
 
-# A game id comes from the path, so any client can make it long; the real ones are short.
-_MAX_LOGGED_GAME_ID = 64
+# Logged instead of a path's game id that no game can have. A fixed marker, not a digest: a
+# short digest of a low-entropy secret (an API key pasted into the path) could be brute-forced.
+MALFORMED_GAME_ID = "malformed"
 
 
 def log_request(route: str | None, response: flask.Response, duration_seconds: float) -> None:
@@ -27,13 +31,15 @@ def log_request(route: str | None, response: flask.Response, duration_seconds: f
     matched. Fields besides those the formatter adds: request_id, method, route, game_id, status,
     duration_ms, remote_addr and, for problem+json responses, code.
     """
+    if not ACCESS_LOGGER.isEnabledFor(logging.INFO):
+        return  # a deployment logging at WARNING pays nothing for the line it drops
     request = flask.request
     game_id = (request.view_args or {}).get("game_id")
     fields: dict[str, object] = {
         "request_id": current_request_id(),
         "method": request.method,
         "route": route,
-        "game_id": game_id[:_MAX_LOGGED_GAME_ID] if isinstance(game_id, str) else None,
+        "game_id": logged_game_id(game_id),
         "status": response.status_code,
         "duration_ms": round(duration_seconds * 1000, 3),
         "remote_addr": request.remote_addr,
@@ -42,3 +48,11 @@ def log_request(route: str | None, response: flask.Response, duration_seconds: f
     if code is not None:
         fields["code"] = code
     ACCESS_LOGGER.info("request", extra={FIELDS_ATTRIBUTE: fields})
+
+
+def logged_game_id(game_id: object) -> str | None:
+    """What the access log shows for the path's ``game_id``: the id when well formed,
+    ``MALFORMED_GAME_ID`` for any other text, None without one."""
+    if not isinstance(game_id, str):
+        return None
+    return game_id if is_game_id(game_id) else MALFORMED_GAME_ID

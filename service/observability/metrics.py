@@ -5,12 +5,18 @@ one process). Under gunicorn each worker counts separately; with the environment
 ``PROMETHEUS_MULTIPROC_DIR`` set (to an empty, writable directory, *before* the process
 starts) prometheus_client keeps the values in files there and ``/metrics`` reports the sum
 over all workers, whichever worker answers. The gunicorn master must then empty the
-directory at start and call ``prometheus_client.multiprocess.mark_process_dead(worker.pid)``
-from its ``child_exit`` hook. In that mode several apps in one process share their values,
-which only matters in tests.
+directory at start and call ``service.observability.multiproc.retire_process(worker.pid)``
+from its ``child_exit`` hook (it folds a dead worker's files into archive files, so that the
+directory does not grow with every recycled worker). In that mode several apps in one process
+share their values, which only matters in tests.
+
+With ``METRICS_TOKEN`` set (``app.config``), ``/metrics`` answers only requests that carry
+``Authorization: Bearer <METRICS_TOKEN>`` (compared in constant time); any other request gets
+a 401 problem ``unauthorized`` with ``WWW-Authenticate: Bearer realm="metrics"``.
 """
 from __future__ import annotations
 
+import hmac
 import os
 from dataclasses import dataclass
 
@@ -18,6 +24,9 @@ import flask
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest, values
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.multiprocess import MultiProcessCollector
+
+from service.observability.multiproc import RetiringCollector
+from service.problems import problem
 
 METRICS_EXTENSION = "ginrummy.metrics"
 MULTIPROC_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"
@@ -90,9 +99,9 @@ class Metrics:
         if not self.multiprocess:
             return generate_latest(self.registry)
         # A fresh collector per scrape, as prometheus_client documents: it reads the files
-        # that every worker, living or dead, has written.
+        # of every worker, the archive of the dead ones included.
         registry = CollectorRegistry()
-        MultiProcessCollector(registry)
+        RetiringCollector(registry)
         return generate_latest(registry)
 
 
@@ -123,7 +132,24 @@ def init_metrics(app: flask.Flask) -> Metrics:
 
 
 def _serve_metrics() -> flask.Response:
+    token = flask.current_app.config.get("METRICS_TOKEN")
+    if token and not _bearer_matches(flask.request.headers.get("Authorization", ""), token):
+        response = problem(401, "unauthorized", "Missing or unknown credentials",
+                           "the metrics need the metrics token: Authorization: Bearer <token>")
+        response.headers["WWW-Authenticate"] = METRICS_CHALLENGE
+        return response
     return flask.Response(current_metrics().exposition(), content_type=CONTENT_TYPE_PLAIN_0_0_4)
+
+
+METRICS_CHALLENGE = 'Bearer realm="metrics"'
+
+
+def _bearer_matches(header: str, token: str) -> bool:
+    """Whether ``header`` is ``Bearer <token>``; the comparison takes the same time wherever
+    the given text first differs (its length only shows how long the given text is)."""
+    scheme, _, given = header.strip().partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(
+        given.strip().encode("utf-8", "surrogatepass"), str(token).encode("utf-8", "surrogatepass"))
 
 
 def current_metrics() -> Metrics:

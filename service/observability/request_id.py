@@ -6,7 +6,7 @@ every response, errors included.
 from __future__ import annotations
 
 import re
-import uuid
+import os
 
 import flask
 
@@ -25,12 +25,12 @@ def is_acceptable_request_id(value: str) -> bool:
 def current_request_id() -> str:
     """The id of the request being handled, chosen on first use and kept on ``flask.g``.
 
-    The ``X-Request-ID`` header's value when acceptable, else a new uuid4 hex string.
+    The ``X-Request-ID`` header's value when acceptable, else 32 new random hex digits.
     Raises RuntimeError outside a request context.
     """
     request_id = flask.g.get("request_id")
     if request_id is None:
         offered = flask.request.headers.get(REQUEST_ID_HEADER, "")
-        request_id = offered if is_acceptable_request_id(offered) else uuid.uuid4().hex
+        request_id = offered if is_acceptable_request_id(offered) else os.urandom(16).hex()
         flask.g.request_id = request_id
     return request_id

@@ -13,11 +13,29 @@ from flask.testing import FlaskClient
 
 from service.app import create_app
 from service.store.base import GameStore
-from tests.api.support import store_of
+from tests.api.support import API_KEY, SERVER_SECRET, store_of
+
+
+class KeyedClient(FlaskClient):
+    """A test client that creates games with the tests' API key, as the service's users do
+    (a creation that names its own X-API-Key, or none with ``headers={"X-API-Key": None}``,
+    keeps it)."""
+
+    def open(self, *args, **kwargs):
+        request = args[0] if args else kwargs.get("path", "/")
+        path = request if isinstance(request, str) else getattr(request, "path", "")
+        if kwargs.get("method") == "POST" and path == "/v1/games":
+            headers = dict(kwargs.get("headers") or {})
+            headers.setdefault("X-API-Key", API_KEY)
+            kwargs["headers"] = {name: value for name, value in headers.items() if value is not None}
+        return super().open(*args, **kwargs)
 
 
 def build_app(store: GameStore | None = None, **settings: str) -> Flask:
-    return create_app({"LOG_LEVEL": "WARNING", **settings}, store=store)
+    app = create_app({"LOG_LEVEL": "WARNING", "API_KEYS": API_KEY, "SERVER_SECRET": SERVER_SECRET, **settings},
+                     store=store)
+    app.test_client_class = KeyedClient
+    return app
 
 
 @pytest.fixture

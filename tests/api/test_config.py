@@ -29,11 +29,45 @@ def test_every_setting_comes_from_the_environment():
             "MAX_CONTENT_LENGTH": "1024",
             "RATE_LIMIT_PER_MINUTE": "120",
             "LONG_POLL_MAX_SECONDS": "5",
+            "UNSTARTED_GAME_TTL_SECONDS": "20",
+            "GAME_TOMBSTONE_SECONDS": "90",
+            "MAX_EVENTS_PER_GAME": "300",
+            "ALLOW_ANONYMOUS_CREATE": "true",
+            "CREATE_QUOTA_PER_MINUTE": "7",
+            "SERVER_SECRET": "s" * 40,
+            "METRICS_TOKEN": "scrape-me",
+            "TRUSTED_PROXY_HOPS": "1",
         }
     )
     assert config == Config(
-        "redis://cache:6379/2", "gr:", 60, 30, ("a", "b"), ("hooks.example",), "DEBUG", 1024, 120, 5
+        redis_url="redis://cache:6379/2", key_prefix="gr:", game_ttl_seconds=60, unstarted_game_ttl_seconds=20,
+        game_tombstone_seconds=90, max_events_per_game=300, idempotency_ttl_seconds=30, api_keys=("a", "b"),
+        allow_anonymous_create=True, create_quota_per_minute=7, server_secret="s" * 40, metrics_token="scrape-me",
+        trusted_proxy_hops=1, webhook_allowed_hosts=("hooks.example",), log_level="DEBUG", max_content_length=1024,
+        rate_limit_per_minute=120, long_poll_max_seconds=5,
     )
+
+
+def test_with_redis_creation_needs_an_api_key_unless_allowed():
+    assert Config.from_env({}).allow_anonymous_create
+    assert not Config.from_env({"REDIS_URL": "redis://cache:6379/0"}).allow_anonymous_create
+    assert Config.from_env({"REDIS_URL": "redis://cache:6379/0", "ALLOW_ANONYMOUS_CREATE": "true"}).allow_anonymous_create
+
+
+@pytest.mark.parametrize("environment", [
+    {"REDIS_URL": "redis://:REPLACE-ME-redis-password@redis:6379/0"},
+    {"REDIS_URL": "redis://redis:6379/0", "API_KEYS": "real-key,REPLACE-ME-api-key"},
+    {"REDIS_URL": "redis://redis:6379/0", "SERVER_SECRET": "REPLACE-ME-" + "x" * 40},
+])
+def test_placeholder_secrets_stop_the_start_outside_the_embedded_store(environment):
+    with pytest.raises(ConfigError, match="REPLACE-ME|placeholder"):
+        Config.from_env(environment)
+    Config.from_env({key: value for key, value in environment.items() if key != "REDIS_URL"})
+
+
+def test_a_short_server_secret_is_refused():
+    with pytest.raises(ConfigError, match="SERVER_SECRET"):
+        Config.from_env({"SERVER_SECRET": "short"})
 
 
 def test_overrides_win_over_the_environment():
@@ -42,7 +76,8 @@ def test_overrides_win_over_the_environment():
 
 @pytest.mark.parametrize(
     ("name", "value"),
-    [("GAME_TTL_SECONDS", "0"), ("GAME_TTL_SECONDS", "week"), ("RATE_LIMIT_PER_MINUTE", "-1"), ("LOG_LEVEL", "LOUD")],
+    [("GAME_TTL_SECONDS", "0"), ("GAME_TTL_SECONDS", "week"), ("RATE_LIMIT_PER_MINUTE", "-1"),
+     ("TRUSTED_PROXY_HOPS", "-1"), ("LOG_LEVEL", "LOUD")],
 )
 def test_bad_values_are_refused_by_name(name, value):
     with pytest.raises(ConfigError, match=name):

@@ -23,7 +23,8 @@ def assert_problem(response, status: int, code: str, field: str | None = None) -
     assert response.status_code == status, body
     assert response.mimetype == PROBLEM
     assert body["status"] == status and body["code"] == code
-    assert set(body) <= {"type", "title", "status", "detail", "code", "errors"}
+    assert set(body) <= {"type", "title", "status", "detail", "code", "params", "errors"}
+    assert isinstance(body["params"], dict)
     assert body["type"].endswith(code) and body["title"] and body["detail"]
     assert not any(marker in response.get_data(as_text=True) for marker in TRACE_MARKERS)
     if field is not None:
@@ -137,7 +138,7 @@ def test_query_and_header_violations_are_422(table):
         ({"variant": "classic", "players": [{"name": "Ann"}, {"name": "Bob"}], "rules": {"knock_limit": 11}}, 422, "invalid_rules", "rules.knock_limit"),
         ({"variant": "classic", "players": [{"name": "Ann"}, {"name": "Bob"}], "rules": {"oklahoma": True}}, 422, "invalid_rules", "rules.oklahoma"),
         ({"variant": "classic", "players": [{"name": "Ann"}, {"name": "Bob"}], "rules": {"layoff_on_gin": 1}}, 422, "invalid_rules", "rules.layoff_on_gin"),
-        ({"variant": "classic", "players": [{"name": "Ann"}, {"name": "Bob", "bot": True}]}, 422, "bots_not_supported", "players.1.bot"),
+        ({"variant": "classic", "players": [{"name": "Ann", "bot": True}, {"name": "Bob", "bot": True}]}, 422, "no_human_seat", "players"),
         ({"variant": "box", "players": [{"name": "Ann"}, {"name": "Bob"}]}, 422, "invalid_request", "players"),
         ({"variant": "poker", "players": [{"name": "Ann"}, {"name": "Bob"}]}, 422, "invalid_request", "variant"),
         ({"variant": "classic", "players": [{"name": ""}, {"name": "Bob"}]}, 422, "invalid_request", "players.0.name"),
@@ -166,7 +167,7 @@ def test_analyze_refusals(client):
     ten = ["As", "2s", "3s", "7d", "7c", "7h", "Td", "Jd", "Qd", "4c"]
     assert_problem(client.post("/v1/hands/analyze", json={"cards": ten[:9]}), 422, "invalid_request", "cards")
     assert_problem(client.post("/v1/hands/analyze", json={"cards": ten + ["Kd", "Kc"]}), 422, "invalid_request", "cards")
-    body = assert_problem(client.post("/v1/hands/analyze", json={"cards": ten[:9] + ["As"]}), 422, "invalid_card", "cards")
+    body = assert_problem(client.post("/v1/hands/analyze", json={"cards": ten[:9] + ["As"]}), 422, "invalid_card", "cards.9")
     assert "As" in body["detail"]
     body = assert_problem(client.post("/v1/hands/analyze", json={"cards": ten[:9] + ["1s"]}), 422, "invalid_card", "cards.9")
     assert "1s" in body["detail"]
@@ -327,6 +328,18 @@ def test_an_unexpected_error_is_a_bare_500(redis_url, key_prefix):
     response = app.test_client().get("/broken")
     body = assert_problem(response, 500, "internal_error")
     assert "secret" not in response.get_data(as_text=True) and body["detail"]
+
+
+@pytest.mark.parametrize("stored", ['{"m": {"fmt": 99}, "t": []}', "not json at all", '{"t": []}'])
+def test_a_stored_record_that_cannot_be_read_is_a_logged_500(redis_app, client, caplog, stored):
+    table = Table.open(redis_app, client, "classic", seed=SEED)
+    config = redis_app.extensions[EXTENSION].config
+    with redis.Redis.from_url(config.redis_url) as raw:
+        raw.hset(f"{config.key_prefix}{{{table.game_id}}}:s", "s", stored)
+    for response in (table.get(None), table.get(0), table.act(0, "pass")):
+        body = assert_problem(response, 500, "internal_error")
+        assert stored not in response.get_data(as_text=True) and body["params"] == {}
+    assert "unhandled error" in caplog.text
 
 
 def test_no_layoffs_against_gin(redis_app, client):

@@ -41,7 +41,7 @@ def test_a_stock_draw_shows_its_card_to_the_drawer_only(table):
     theirs = events(table, 1 - non_dealer, after=last - 1)["events"][0]
     public = events(table, after=last - 1)["events"][0]
     assert mine["type"] == "draw" and mine["card"] in drawn
-    assert "card" not in theirs and "card" not in public
+    assert theirs["card"] is None and public["card"] is None
     assert theirs == public
 
 

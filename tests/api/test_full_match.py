@@ -1,4 +1,4 @@
-"""Whole matches played through HTTP, checked against RULES.md: every hand's score, the
+"""Whole matches played through HTTP, checked against docs/rules.md: every hand's score, the
 scores, who deals and who sits out next, the end bonuses; every response against the
 OpenAPI document."""
 from __future__ import annotations
@@ -12,7 +12,7 @@ MAX_ACTIONS = 3000
 
 
 def hand_points(last_hand: dict, rules: dict) -> int:
-    """RULES.md "Scoring a hand", from the figures the view reports."""
+    """docs/rules.md, "Scoring a hand", from the figures the view reports."""
     knocker, defender = last_hand["knocker_deadwood"], last_hand["defender_deadwood"]
     if last_hand["outcome"] == "dead":
         return 0
@@ -28,7 +28,7 @@ def roles(view: dict) -> dict[int, str]:
 
 
 def next_roles(variant: str, before: dict[int, str], winner: int | None) -> dict[int, str]:
-    """Who holds which role after a hand (RULES.md "Seats and the deal")."""
+    """Who holds which role after a hand (docs/rules.md, "Seats, the cut and the dealer")."""
     if winner is None:
         return before
     if variant == "classic":
@@ -51,7 +51,7 @@ def expected_result(view: dict, hands_won: dict[int, int], scores: dict[int, int
             "shutout_bonus": rules["shutout_bonus"] if seat == winner and shutout else 0,
         }
         players.append({"seat": seat, "hand_points": scores[seat], **bonuses, "total": scores[seat] + sum(bonuses.values())})
-    return {"winner": winner, "players": players}
+    return {"status": "finished", "winner": winner, "forfeit": None, "players": players}
 
 
 def play_match(table: Table, checker: SpecChecker) -> tuple[dict, int, list[str]]:

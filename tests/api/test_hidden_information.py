@@ -1,4 +1,4 @@
-"""No response shows a card to someone who may not see it (RULES.md "Invariants").
+"""No response shows a card to someone who may not see it (docs/rules.md, "Who sees what").
 
 After every action of seeded matches, every view and every event page of every viewer
 (each seat, and the public) is searched for the cards that viewer may not know: the stock

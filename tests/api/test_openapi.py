@@ -52,11 +52,29 @@ def test_every_route_is_documented_and_nothing_else(app, spec):
     assert routes == set(spec["paths"])
 
 
+PER_REQUEST_HEADERS = {"If-Match", "If-None-Match", "Idempotency-Key"}
+
+
 def test_every_field_and_parameter_has_a_description_and_an_example(spec):
-    for name, schema in spec["components"]["schemas"].items():
+    schemas = spec["components"]["schemas"]
+
+    def referred(prop: dict) -> dict | None:
+        ref = prop.get("$ref") or (prop.get("allOf") or [{}])[0].get("$ref") or prop.get("items", {}).get("$ref") \
+            or (prop.get("items", {}).get("allOf") or [{}])[0].get("$ref")
+        return None if ref is None else schemas[ref.rsplit("/", 1)[-1]]
+
+    for name, schema in schemas.items():
         for field, prop in schema.get("properties", {}).items():
             assert prop.get("description"), f"{name}.{field} has no description"
-            assert prop.get("example") is not None, f"{name}.{field} has no example"
+            target = referred(prop)
+            if target is not None and (target.get("type") == "object" or "oneOf" in target):
+                # Swagger UI shows an object example on a property (or on the schema it refers
+                # to) as "OrderedMap {...}": an object's example is made of its fields'.
+                assert "example" not in prop and "example" not in target, f"{name}.{field}"
+            else:
+                # null is an example only of a field that may be null.
+                assert prop.get("example") is not None or (prop.get("nullable") and "example" in prop), \
+                    f"{name}.{field} has no example"
     for path, item in spec["paths"].items():
         for parameter in item.get("parameters", []):
             assert parameter.get("description") and "example" in parameter, f"{path} {parameter['name']}"
@@ -65,21 +83,56 @@ def test_every_field_and_parameter_has_a_description_and_an_example(spec):
                 continue
             assert operation.get("summary") and operation.get("operationId"), f"{method} {path}"
             for parameter in operation.get("parameters", []):
-                assert parameter.get("description"), f"{method} {path} {parameter['name']}"
-                assert "example" in parameter or "example" in parameter["schema"], f"{method} {path} {parameter['name']}"
+                name = parameter["name"]
+                assert parameter.get("description"), f"{method} {path} {name}"
+                has_example = "example" in parameter or "example" in parameter["schema"]
+                # Swagger UI puts a parameter's example into its form, and a fixed version or
+                # idempotency key sent from there would be refused: these document their format.
+                assert has_example is (name not in PER_REQUEST_HEADERS), f"{method} {path} {name}"
+
+
+def operations(spec: dict):
+    """(path, method, operation) of every operation of ``spec``."""
+    for path, item in spec["paths"].items():
+        for method, operation in item.items():
+            if method != "parameters":
+                yield path, method, operation
+
+
+def resolved(spec: dict, node: dict) -> dict:
+    ref = node.get("$ref")
+    if ref is None:
+        return node
+    _, _, kind, name = ref.split("/")
+    return spec["components"][kind][name]
 
 
 def test_errors_are_documented_as_problems(spec):
-    for path, item in spec["paths"].items():
-        for method, operation in item.items():
-            if method == "parameters":
-                continue
-            responses = operation["responses"]
-            for status, response in responses.items():
-                if status == "default" or status.startswith(("4", "5")):
-                    assert list(response["content"]) == ["application/problem+json"], f"{method} {path} {status}"
-                    assert response["content"]["application/problem+json"]["schema"] == {"$ref": "#/components/schemas/Problem"}
-            assert "default" in responses, f"{method} {path}"
+    for path, method, operation in operations(spec):
+        responses = operation["responses"]
+        for status, response in responses.items():
+            if status == "default" or status.startswith(("4", "5")):
+                content = resolved(spec, response)["content"]
+                assert list(content) == ["application/problem+json"], f"{method} {path} {status}"
+                assert content["application/problem+json"]["schema"] == {"$ref": "#/components/schemas/Problem"}
+        assert "default" in responses, f"{method} {path}"
+
+
+def test_problems_are_shared_responses_with_one_example_per_code(spec):
+    shared = spec["components"]["responses"]
+    for path, method, operation in operations(spec):
+        for status, response in operation["responses"].items():
+            if (status == "default" or status.startswith(("4", "5"))) and operation["operationId"] not in (
+                    "liveness", "readiness"):
+                assert "$ref" in response, f"{method} {path} {status} is not a shared response"
+                assert response["$ref"].split("/")[-1] in shared
+        # The operation names the codes it may answer.
+        assert "Problems (status and `code`)" in operation["description"] or set(operation["responses"]) <= {
+            "200", "default"}, f"{method} {path}"
+    for name, response in shared.items():
+        examples = response["content"]["application/problem+json"]["examples"]
+        for code, example in examples.items():
+            assert example["value"]["code"] == code and f"`{code}`" in response["description"], (name, code)
 
 
 @pytest.mark.parametrize(
@@ -119,3 +172,203 @@ def test_the_docs_page_uses_local_assets_only(app):
         assert client.get(asset).status_code == 200, asset
     assert '"/openapi.json"' in client.get("/docs/start.js").get_data(as_text=True)
     assert client.get("/docs/assets/../../../etc/passwd").status_code == 404
+
+
+# --- what clients and /docs read -------------------------------------------------------------
+
+PUBLIC_OPERATIONS = {"createGame", "analyzeHand", "liveness", "readiness", "getOpenApi", "getDocs"}
+OPTIONAL_TOKEN_OPERATIONS = {"getGame", "listEvents"}
+API_KEY_OPERATIONS = {"abort", "reissueToken", "listPlayerGames"}
+
+
+def test_who_may_call_what(spec):
+    # openapi-python-client demands an AuthenticatedClient for an operation whose own `security`
+    # is a non-empty list (even [{}]) and ignores the root list; Swagger UI applies the root list
+    # to operations without their own. So: public operations say [], reads with an optional
+    # token inherit the root's optional token, the others name their credential.
+    assert spec["security"] == [{}, {"playerToken": []}]
+    for path, method, operation in operations(spec):
+        name = operation["operationId"]
+        if name in OPTIONAL_TOKEN_OPERATIONS:
+            assert "security" not in operation, name
+        elif name in PUBLIC_OPERATIONS:
+            assert operation["security"] == [], name
+        elif name in API_KEY_OPERATIONS:
+            assert operation["security"] == [{"apiKey": []}], name
+        else:
+            assert operation["security"] == [{"playerToken": []}], name
+
+
+def test_creation_asks_for_the_key_where_the_server_requires_one():
+    keyed = json.loads(openapi_text(build_app(REDIS_URL="memory://", ALLOW_ANONYMOUS_CREATE="false")))
+    assert keyed["paths"]["/v1/games"]["post"]["security"] == [{"apiKey": []}]
+
+
+def test_the_document_names_its_publisher_server_and_rules(spec):
+    from importlib.metadata import version
+
+    info = spec["info"]
+    assert info["version"] == version("ginrummy-service")
+    assert info["license"]["name"] == "MIT" and info["contact"]["name"]
+    assert spec["servers"] == [{"url": "/", "description": spec["servers"][0]["description"]}]
+    # Relative to openapi/openapi.json in the repository: the rules file next to it.
+    target = (CHECKED_IN.parent / spec["externalDocs"]["url"]).resolve()
+    assert target == CHECKED_IN.parents[1] / "docs" / "rules.md" and target.is_file()
+
+
+def nodes(node: object):
+    """Every object inside ``node``, depth first."""
+    if isinstance(node, dict):
+        yield node
+        for value in node.values():
+            yield from nodes(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from nodes(value)
+
+
+def test_nullable_objects_are_a_reference_and_nullable(spec):
+    for node in nodes(spec):
+        assert "anyOf" not in node, node
+        if node.get("nullable") and "type" not in node:
+            assert set(node) >= {"allOf"} and len(node["allOf"]) == 1 and "$ref" in node["allOf"][0], node
+    hand = spec["components"]["schemas"]["GameView"]["properties"]["hand"]
+    assert hand["allOf"] == [{"$ref": "#/components/schemas/Hand"}] and hand["nullable"] is True
+
+
+def referenced(spec: dict, roots: list[dict]) -> set[str]:
+    """The component schemas reachable from ``roots``."""
+    seen: set[str] = set()
+    todo = list(roots)
+    while todo:
+        for node in nodes(todo.pop()):
+            ref = node.get("$ref", "")
+            if ref.startswith("#/components/schemas/") and ref.split("/")[-1] not in seen:
+                seen.add(ref.split("/")[-1])
+                todo.append(spec["components"]["schemas"][ref.split("/")[-1]])
+    return seen
+
+
+def test_responses_are_open_and_requests_strict(spec):
+    answers, requests = [], []
+    for _, _, operation in operations(spec):
+        for response in operation["responses"].values():
+            answers.append(resolved(spec, response))
+        if "requestBody" in operation:
+            requests.append(operation["requestBody"])
+    for name in referenced(spec, answers):
+        for node in nodes(spec["components"]["schemas"][name]):
+            assert node.get("additionalProperties") is not False, name
+    strict = referenced(spec, requests)
+    assert {"DrawRequest", "KnockRequest", "LayoffItemRequest", "RulesRequest", "NewPlayerRequest"} <= strict
+    for name in strict:
+        schema = spec["components"]["schemas"][name]
+        if schema.get("type") == "object" and "properties" in schema:
+            assert schema.get("additionalProperties") is False, name
+
+
+def test_events_are_one_schema_per_registered_type(spec):
+    from service.api.games.event_schemas import schema_name
+    from service.rules import EVENT_TYPES
+
+    schemas = spec["components"]["schemas"]
+    event = schemas["Event"]
+    assert event["discriminator"]["propertyName"] == "type"
+    mapping = event["discriminator"]["mapping"]
+    assert set(mapping) == {kind.value for kind in EVENT_TYPES}
+    assert sorted(option["$ref"] for option in event["oneOf"]) == sorted(mapping.values())
+    for kind, registered in EVENT_TYPES.items():
+        schema = schemas[schema_name(kind)]
+        properties = schema["properties"]
+        assert properties["type"]["enum"] == [kind.value]
+        assert {"seq", "type", "seat", "hand", "turn", "bot"} <= set(schema["required"])
+        for field in registered.public:
+            assert field.name in schema["required"] and "type" in properties[field.name] or \
+                "allOf" in properties[field.name], (kind, field.name)
+    assert schemas["DrawEvent"]["properties"]["source"]["allOf"] == [{"$ref": "#/components/schemas/DrawSource"}]
+    assert schemas["DealEvent"]["properties"]["roles"]["items"] == {"$ref": "#/components/schemas/Role"}
+    assert schemas["HandScoredEvent"]["properties"]["outcome"]["allOf"] == [{"$ref": "#/components/schemas/Outcome"}]
+    assert schemas["DiscardEvent"]["properties"]["card"]["pattern"] == "^[A2-9TJQK][cdhs]$"
+    page = schemas["EventPage"]["properties"]["events"]
+    assert page["items"] == {"$ref": "#/components/schemas/Event"}
+
+
+def test_every_response_declares_its_headers(spec):
+    headers = spec["components"]["headers"]
+    assert headers["X-Request-ID"]["required"] is True
+    assert {"RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "Retry-After"} <= set(headers)
+    for path, method, operation in operations(spec):
+        limited = operation["operationId"] not in ("liveness", "readiness")
+        for status, response in operation["responses"].items():
+            declared = resolved(spec, response)["headers"]
+            assert declared["X-Request-ID"] == {"$ref": "#/components/headers/X-Request-ID"}, (path, status)
+            assert ("RateLimit-Remaining" in declared) is limited, (path, status)
+            if status in ("429", "503"):
+                assert "Retry-After" in declared, (path, status)
+
+
+def test_patterns_read_alike_in_every_regex_engine(spec):
+    # ASCII only, no escapes of code points or classes that engines disagree on (JavaScript
+    # without the u flag, Rust's regex, Go's RE2), no look-around or back-references.
+    for node in nodes(spec):
+        pattern = node.get("pattern")
+        if isinstance(pattern, str):
+            assert pattern.isascii() and re.compile(pattern), pattern
+            assert not re.search(r"\\[uUxpPdDwWsS]|\(\?|\\[1-9]", pattern), pattern
+
+
+def test_layoff_and_rematch_answers(spec):
+    layoff = spec["paths"]["/v1/games/{game_id}/layoff"]["post"]["responses"]["200"]["content"]["application/json"]
+    assert layoff["schema"] == {"oneOf": [{"$ref": "#/components/schemas/GameView"},
+                                          {"$ref": "#/components/schemas/DryRunLayoff"}]}
+    assert set(layoff["examples"]) == {"view", "dry_run"}
+    rematch = spec["paths"]["/v1/games/{game_id}/rematch"]["post"]["responses"]
+    for status in ("201", "200"):
+        assert rematch[status]["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/CreatedGame"}
+
+
+def test_every_example_fits_its_schema(spec):
+    from openapi_schema_validator import OAS30Validator
+
+    from tests.api.support import _strict_nulls
+
+    strict = _strict_nulls(spec)
+    checked = 0
+
+    def check(media: dict, where: str) -> None:
+        nonlocal checked
+        validator = OAS30Validator({**media["schema"], "components": strict["components"]})
+        for name, example in media.get("examples", {}).items():
+            errors = [error.message for error in validator.iter_errors(example["value"])]
+            assert errors == [], f"{where} {name}"
+            checked += 1
+
+    for path, method, operation in operations(strict):
+        for status, response in operation["responses"].items():
+            for media in response.get("content", {}).values():
+                check(media, f"{method} {path} {status}")
+    for name, response in strict["components"]["responses"].items():
+        check(response["content"]["application/problem+json"], name)
+    for name, schema in strict["components"]["schemas"].items():
+        validator = OAS30Validator({**schema, "components": strict["components"]})
+        for field, prop in schema.get("properties", {}).items():
+            original = spec["components"]["schemas"][name]["properties"][field]
+            if "example" in original:
+                OAS30Validator({**prop, "components": strict["components"]}).validate(original["example"])
+        if "example" in schema:
+            validator.validate(schema["example"])
+    assert checked >= 40
+
+
+def test_examples_come_from_real_games(spec):
+    # The views of the examples are those of seeded matches: ids that the service would give,
+    # and the events of a real deal (ten distinct cards dealt to the reader).
+    from service import ids
+
+    views = spec["paths"]["/v1/games/{game_id}"]["get"]["responses"]["200"]["content"]["application/json"]["examples"]
+    assert {"public", "player", "defender", "finished"} <= set(views)
+    assert all(ids.is_game_id(example["value"]["id"]) for example in views.values())
+    events = spec["paths"]["/v1/games/{game_id}/events"]["get"]["responses"]["200"]["content"]["application/json"]
+    early = events["examples"]["early"]["value"]["events"]
+    dealt = [event for event in early if event["type"] == "dealt" and "cards" in event]
+    assert len(dealt) == 1 and len(set(dealt[0]["cards"])) == 10

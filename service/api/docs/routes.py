@@ -8,7 +8,9 @@ from flask import Blueprint, Flask, Response, current_app, render_template_strin
 from flask.views import MethodView
 from swagger_ui_bundle import swagger_ui_path
 
+from service.api import document_text
 from service.api.docs.schemas import HTML_PAGE, OPENAPI_DOCUMENT
+from service.api.openapi import NO_CREDENTIALS
 from service.api.parser import ApiBlueprint
 from service.api.problems import documents_problems
 
@@ -47,13 +49,12 @@ START_SCRIPT = """window.onload = function () {
 
 def openapi_text(app: Flask) -> str:
     """The app's OpenAPI document as checked in: sorted keys, indent 2, final newline."""
-    api = app.extensions["flask-smorest"]["apis"][""]["ext_obj"]
-    return json.dumps(api.spec.to_dict(), sort_keys=True, indent=2) + "\n"
+    return document_text(app)
 
 
 @blp.route("/openapi.json", endpoint="openapi")
 class OpenApiDocument(MethodView):
-    @blp.doc(operationId="getOpenApi", security=[{}])
+    @blp.doc(operationId="getOpenApi", security=NO_CREDENTIALS)
     @blp.response(200, OPENAPI_DOCUMENT, description="The OpenAPI document")
     @documents_problems(blp, {429: ["rate_limited"]})
     def get(self):
@@ -67,7 +68,7 @@ class OpenApiDocument(MethodView):
 
 @blp.route("/docs", endpoint="ui")
 class SwaggerUi(MethodView):
-    @blp.doc(operationId="getDocs", security=[{}])
+    @blp.doc(operationId="getDocs", security=NO_CREDENTIALS)
     @blp.response(200, HTML_PAGE, content_type="text/html", description="Swagger UI")
     @documents_problems(blp, {429: ["rate_limited"]})
     def get(self):

@@ -1,4 +1,4 @@
-"""/v1/games: create a match, read it, play it, follow it. Thin views over ``GameService``."""
+"""/v1/games: create a match, read it, play it, follow it, and manage it. Thin views over ``GameService``."""
 from __future__ import annotations
 
 import functools
@@ -10,8 +10,9 @@ from flask import Response, current_app, request
 from flask.views import MethodView
 from werkzeug.http import parse_etags
 
+from service import rules
 from service.api.context import current
-from service.api.credentials import check_api_key, optional_token, required_token
+from service.api.credentials import api_key_owner, optional_token, required_api_key_owner, required_token
 from service.api.games.schemas import (
     CREATE_GAME_REQUEST_DOC,
     GAME_ID_PARAMETER,
@@ -19,26 +20,33 @@ from service.api.games.schemas import (
     AdviceRequestSchema,
     CreatedGameSchema,
     CreateGameRequestSchema,
+    CreateHeadersSchema,
     DiscardRequestSchema,
     DrawRequestSchema,
+    DryRunLayoffSchema,
+    EventPageSchema,
     EventsQuerySchema,
-    EventsSchema,
     HintSchema,
     KnockRequestSchema,
+    LayoffQuerySchema,
     LayoffRequestSchema,
+    NewTokenSchema,
     PassRequestSchema,
+    ResignRequestSchema,
     ViewHeadersSchema,
 )
 from service.api.games.view_schema import GameViewSchema
+from service.api.openapi import API_KEY_ONLY, NO_CREDENTIALS, PLAYER_ONLY
 from service.api.parser import ApiBlueprint
 from service.api.problems import documents_problems
-from service.games import Reply, Retry, request_fingerprint
+from service.games import Caller, Created, Reply, Retry, request_fingerprint
+from service.proxies import client_address
 
 blp = ApiBlueprint(
     "games",
     __name__,
     url_prefix="/v1/games",
-    description="Matches: create one, read it as a player or a spectator, play it, follow its events.",
+    description="Matches: create one, read it as a player or a spectator, play it, follow its events, manage it.",
 )
 
 ETAG = {
@@ -50,23 +58,24 @@ ETAG = {
 }
 LOCATION = {
     "Location": {
-        "description": "URL of the new game",
+        "description": "URL of the match",
         "schema": {"type": "string"},
         "example": "/v1/games/g_3q5Jt0-8bJpYc2mXkq1WZA",
     }
 }
-PLAYER_ONLY = [{"playerToken": []}]
-PLAYER_OR_PUBLIC = [{}, {"playerToken": []}]
-API_KEY_IF_CONFIGURED = [{}, {"apiKey": []}]
+# Reading a game or its events declares no security of its own: the document's root default
+# (an optional player token, see service/api/openapi.py) applies.
 
 READ_PROBLEMS = {
     401: ["unauthorized"],
     404: ["game_not_found"],
+    410: ["game_expired"],
     422: ["invalid_request"],
     429: ["rate_limited"],
     503: ["store_unavailable"],
 }
 TURN_CONFLICTS = ["not_your_turn", "wrong_phase", "game_finished", "conflict"]
+WRITE_UNAVAILABLE = ["store_unavailable", "store_full"]
 
 
 def _links(game_id: str, operations: Iterable[str]) -> dict:
@@ -77,22 +86,34 @@ def _links(game_id: str, operations: Iterable[str]) -> dict:
     }
 
 
-GAME_OPERATIONS = ("getGame", "draw", "pass", "discard", "knock", "layoff", "advise", "listEvents", "getHint")
+GAME_OPERATIONS = ("getGame", "draw", "pass", "discard", "knock", "layoff", "advise", "resign", "listEvents",
+                   "getHint")
+
+
+PRIVATE = "private, no-cache"
 
 
 def _json(body: object, status: int = 200) -> Response:
     """A JSON answer that may hold a player's cards: never shared by caches between viewers."""
     response = current_app.json.response(body)
     response.status_code = status
-    response.vary.add("Authorization")
-    response.cache_control.private = True
-    response.cache_control.no_cache = True
+    response.headers["Vary"] = "Authorization"
+    response.headers["Cache-Control"] = PRIVATE
     return response
 
 
 def _game_response(reply: Reply) -> Response:
-    response = _json(reply.body, reply.status)
+    response = _json(reply.body)
     response.set_etag(str(reply.version))
+    return response
+
+
+def _created_response(created: Created, status: int) -> Response:
+    response = _json({"game": created.view, "players": [asdict(p) for p in created.players]}, status)
+    # The tokens are secrets: no cache may keep this answer.
+    response.headers["Cache-Control"] = f"{PRIVATE}, no-store"
+    response.headers["Location"] = f"{blp.url_prefix}/{created.game_id}"
+    response.set_etag(str(created.version))
     return response
 
 
@@ -115,40 +136,50 @@ def _request_body() -> object:
     return {} if body is None else body
 
 
-def api_key_checked(view: Callable) -> Callable:
-    """Check the service key before anything else (the body is not even parsed without it)."""
-
-    @functools.wraps(view)
-    def checked(*args, **kwargs):
-        check_api_key(request, current().config.api_keys)
-        return view(*args, **kwargs)
-
-    return checked
+def _fingerprint(idempotency_key: str | None) -> str:
+    """What identifies this request under its Idempotency-Key (nothing to compute without one)."""
+    if idempotency_key is None:
+        return ""
+    return request_fingerprint(request.method, request.path, _request_body())
 
 
-def token_checked(view: Callable) -> Callable:
-    """Refuse a request without a player token before its body is parsed."""
+def _checked_first(check: Callable[[], object]) -> Callable[[Callable], Callable]:
+    """Run ``check`` (a credential check) before anything else: the body is not even parsed
+    for a request that lacks the credential."""
 
-    @functools.wraps(view)
-    def checked(*args, **kwargs):
-        required_token(request)
-        return view(*args, **kwargs)
+    def decorator(view: Callable) -> Callable:
+        @functools.wraps(view)
+        def checked(*args, **kwargs):
+            check()
+            return view(*args, **kwargs)
 
-    return checked
+        return checked
+
+    return decorator
+
+
+def _owner() -> str | None:
+    return api_key_owner(request, current().config.api_keys)
+
+
+def _required_owner() -> str:
+    return required_api_key_owner(request, current().config.api_keys)
 
 
 @blp.route("", endpoint="games")
 class Games(MethodView):
-    @api_key_checked
+    @_checked_first(_owner)
     @blp.doc(
         operationId="createGame",
-        security=API_KEY_IF_CONFIGURED,
+        # On a server that requires an API key to create, openapi.finish makes this API_KEY_ONLY.
+        security=NO_CREDENTIALS,
         requestBody={"content": {"application/json": {"schema": CREATE_GAME_REQUEST_DOC}}},
         responses={201: {"links": _links("$response.body#/game/id", GAME_OPERATIONS)}},
     )
+    @blp.arguments(CreateHeadersSchema(), location="headers")
     @blp.arguments(
         CreateGameRequestSchema(),
-        example={"variant": "classic", "players": [{"name": "Ann"}, {"name": "Bob"}], "rules": {"gin_bonus": 25}},
+        example={"variant": "classic", "players": [{"name": "Ann"}, {"name": "Robo", "bot": True}]},
     )
     @blp.response(201, CreatedGameSchema, headers=LOCATION)
     @documents_problems(
@@ -156,31 +187,32 @@ class Games(MethodView):
         {
             400: ["invalid_request"],
             401: ["unauthorized"],
+            403: ["seed_not_allowed"],
             413: ["payload_too_large"],
             415: ["unsupported_media_type"],
-            422: ["invalid_request", "invalid_rules", "bots_not_supported"],
-            429: ["rate_limited"],
-            503: ["store_unavailable"],
+            422: ["invalid_request", "invalid_rules", "no_human_seat", "callback_not_allowed",
+                  "idempotency_key_reused"],
+            429: ["rate_limited", "creation_quota_exceeded"],
+            503: WRITE_UNAVAILABLE,
         },
     )
-    def post(self, body):
+    def post(self, headers, new_game):
         """Create a match
 
-        Cuts for the deal and deals the first hand. The answer holds the public view and one
-        secret token per seat: hand each player theirs. When the server is configured with
-        API keys, `X-API-Key` is needed.
+        Cuts for the deal and deals the first hand (a bot to act first plays at once). The answer
+        holds the public view and one secret token per person's seat: hand each player theirs.
+        Needs `X-API-Key` unless the server allows anonymous creation.
         """
-        created = current().games.create(body["variant"], body["players"], body.get("rules"), body.get("seed"))
-        response = _json({"game": created.view, "players": [asdict(p) for p in created.players]}, 201)
-        # The tokens are secrets: no cache may keep this answer.
-        response.cache_control.no_store = True
-        response.headers["Location"] = f"{blp.url_prefix}/{created.game_id}"
-        return response
+        config = current().config
+        caller = Caller(_owner(), client_address(request), config.is_embedded)
+        key = headers.get("idempotency_key")
+        created = current().games.create(new_game, caller, key, _fingerprint(key))
+        return _created_response(created, 201)
 
 
 @blp.route("/<game_id>", endpoint="game", parameters=[GAME_ID_PARAMETER])
 class Game(MethodView):
-    @blp.doc(operationId="getGame", security=PLAYER_OR_PUBLIC)
+    @blp.doc(operationId="getGame")
     @blp.arguments(ViewHeadersSchema(), location="headers")
     @blp.response(200, GameViewSchema, headers=ETAG)
     @blp.alt_response(304, description="Not modified: the game is still at the version of If-None-Match", headers=ETAG)
@@ -201,10 +233,10 @@ class Game(MethodView):
 
 @blp.route("/<game_id>/events", endpoint="events", parameters=[GAME_ID_PARAMETER])
 class Events(MethodView):
-    @blp.doc(operationId="listEvents", security=PLAYER_OR_PUBLIC)
+    @blp.doc(operationId="listEvents")
     @blp.arguments(EventsQuerySchema(), location="query")
-    @blp.response(200, EventsSchema)
-    @documents_problems(blp, READ_PROBLEMS)
+    @blp.response(200, EventPageSchema)
+    @documents_problems(blp, {**READ_PROBLEMS, 503: ["store_unavailable", "long_poll_capacity"]})
     def get(self, query, game_id):
         """Follow a match
 
@@ -217,24 +249,83 @@ class Events(MethodView):
 
 @blp.route("/<game_id>/hint", endpoint="hint", parameters=[GAME_ID_PARAMETER])
 class Hint(MethodView):
-    @token_checked
+    @_checked_first(lambda: required_token(request))
     @blp.doc(operationId="getHint", security=PLAYER_ONLY)
     @blp.response(200, HintSchema)
     @documents_problems(blp, {**READ_PROBLEMS, 403: ["forbidden"], 409: ["game_finished"]})
     def get(self, game_id):
         """Suggest a move
 
-        A suggested next action for your cards with a short reason; the box sitter gets the
-        captain's.
+        The standard computer player's suggestion for your cards, with a reason in English and
+        as a code with parameters; the box sitter gets the captain's.
         """
         return _json(current().games.hint(game_id, required_token(request)))
+
+
+@blp.route("/<game_id>/rematch", endpoint="rematch", parameters=[GAME_ID_PARAMETER])
+class Rematch(MethodView):
+    @_checked_first(lambda: required_token(request))
+    @blp.doc(operationId="rematch", security=PLAYER_ONLY,
+             responses={201: {"links": _links("$response.body#/game/id", GAME_OPERATIONS)}})
+    @blp.response(201, CreatedGameSchema, headers=LOCATION,
+                  description="The next match, created by this call, with your token")
+    @blp.alt_response(200, schema=CreatedGameSchema, headers=LOCATION,
+                      description="The next match, created earlier by another player's call, with your token")
+    @documents_problems(blp, {**READ_PROBLEMS, 409: ["game_not_finished"], 503: WRITE_UNAVAILABLE})
+    def post(self, game_id):
+        """Play again
+
+        For a player of a finished match: the next match between the same players (same seats,
+        rules, bots, ids, metadata and callback; a fresh cut). The first call creates it; every
+        player's call returns it with that player's own token (the other tokens are null).
+        """
+        created = current().games.rematch(game_id, required_token(request))
+        return _created_response(created, 201 if created.new else 200)
+
+
+@blp.route("/<game_id>/abort", endpoint="abort", parameters=[GAME_ID_PARAMETER])
+class Abort(MethodView):
+    @_checked_first(_required_owner)
+    @blp.doc(operationId="abort", security=API_KEY_ONLY)
+    @blp.response(200, GameViewSchema, headers=ETAG, description="The aborted match, as the public sees it")
+    @documents_problems(blp, {**READ_PROBLEMS, 403: ["forbidden"], 409: ["game_finished", "conflict"],
+                              503: WRITE_UNAVAILABLE})
+    def post(self, game_id):
+        """Abort a match
+
+        Ends the match at once with no winner (`status: aborted`). Only the API key that created
+        the match may abort it.
+        """
+        return _game_response(current().games.abort(game_id, _required_owner()))
+
+
+@blp.route("/<game_id>/players/<int:seat>/token", endpoint="token", parameters=[
+    GAME_ID_PARAMETER,
+    {"in": "path", "name": "seat", "description": "The seat whose token to replace", "example": 1,
+     "schema": {"type": "integer", "minimum": 0, "maximum": 2}},
+])
+class SeatToken(MethodView):
+    @_checked_first(_required_owner)
+    @blp.doc(operationId="reissueToken", security=API_KEY_ONLY)
+    @blp.response(200, NewTokenSchema)
+    @documents_problems(blp, {**READ_PROBLEMS, 403: ["forbidden"], 409: ["conflict"], 503: WRITE_UNAVAILABLE})
+    def post(self, game_id, seat):
+        """Replace a seat's token
+
+        A new token for a person's seat, for a lost or leaked one: the old token stops working at
+        once. Only the API key that created the match may ask.
+        """
+        answer = current().games.reissue_token(game_id, seat, _required_owner())
+        response = _json(answer)
+        response.cache_control.no_store = True
+        return response
 
 
 @dataclass(frozen=True)
 class ActionEndpoint:
     """One POST action on a game: its body schema and its documentation."""
 
-    name: str
+    kind: rules.ActionType
     operation_id: str
     schema: type[ma.Schema]
     summary: str
@@ -242,44 +333,54 @@ class ActionEndpoint:
     conflicts: list[str]
     example: dict
     body_required: bool = True
+    query: type[ma.Schema] | None = None
 
 
 ACTIONS = [
     ActionEndpoint(
-        "draw", "draw", DrawRequestSchema, "Draw a card",
+        rules.ActionType.DRAW, "draw", DrawRequestSchema, "Draw a card",
         "Take the top card of the stock or of the discard pile. During the upcard offer, "
         "`discard` takes the upcard.",
         TURN_CONFLICTS, {"source": "stock"},
     ),
     ActionEndpoint(
-        "pass", "pass", PassRequestSchema, "Pass on the upcard",
+        rules.ActionType.PASS, "pass", PassRequestSchema, "Pass on the upcard",
         "Decline the upcard during the upcard offer. The body may be absent or `{}`.",
         TURN_CONFLICTS, {}, body_required=False,
     ),
     ActionEndpoint(
-        "discard", "discard", DiscardRequestSchema, "Discard a card",
+        rules.ActionType.DISCARD, "discard", DiscardRequestSchema, "Discard a card",
         "End your turn by discarding a card face up (not the card just taken from the pile).",
         TURN_CONFLICTS + ["card_not_in_hand", "cannot_discard_drawn_card"], {"card": "Kd"},
     ),
     ActionEndpoint(
-        "knock", "knock", KnockRequestSchema, "Knock",
+        rules.ActionType.KNOCK, "knock", KnockRequestSchema, "Knock",
         "Discard and lay down your hand; your deadwood must not exceed the knock limit "
         "(0 is gin). Without `melds` the engine arranges your cards for the least deadwood.",
         TURN_CONFLICTS + ["card_not_in_hand", "cannot_discard_drawn_card", "deadwood_too_high", "invalid_melds"],
         {"discard": "Kd", "melds": [["As", "2s", "3s"], ["7d", "7c", "7h"], ["Td", "Jd", "Qd"]]},
     ),
     ActionEndpoint(
-        "layoff", "layoff", LayoffRequestSchema, "Answer a knock",
+        rules.ActionType.LAYOFF, "layoff", LayoffRequestSchema, "Answer a knock",
         "The defender lays down melds and lays off cards on the knocker's melds (not against "
         "gin, unless `layoff_on_gin`). An empty body lets the engine choose the arrangement "
-        "with the least deadwood. Scores the hand and deals the next one unless the match is over.",
-        TURN_CONFLICTS + ["invalid_melds", "invalid_layoff"],
+        "with the least deadwood. Scores the hand and deals the next one unless the match is over. "
+        "With `?dry_run=true` nothing is applied: the answer says what the lay-down would leave.",
+        TURN_CONFLICTS + ["card_not_in_hand", "invalid_melds", "invalid_layoff"],
         {"melds": [["9h", "9s", "9d"]], "layoffs": [{"card": "4s", "meld": 0}]}, body_required=False,
+        query=LayoffQuerySchema,
     ),
     ActionEndpoint(
-        "advice", "advise", AdviceRequestSchema, "Advise the captain",
+        rules.ActionType.ADVICE, "advise", AdviceRequestSchema, "Advise the captain",
         "Box variant: the sitter's advice, shown to the captain in the view and the events.",
-        ["game_finished", "conflict"], {"message": "take the 9c", "action": {"type": "draw", "source": "discard"}},
+        ["game_finished", "conflict", "advice_limit_reached"],
+        {"message": "take the 9c", "action": {"type": "draw", "source": "discard"}},
+    ),
+    ActionEndpoint(
+        rules.ActionType.RESIGN, "resign", ResignRequestSchema, "Resign the match",
+        "Give up: the match ends at once; totals stay as they stand, with no bonuses. The body may "
+        "be absent or `{}`.",
+        ["game_finished", "conflict"], {}, body_required=False,
     ),
 ]
 
@@ -287,13 +388,14 @@ ACTIONS = [
 def _action_view(endpoint: ActionEndpoint) -> Callable:
     """The documented view function of one action endpoint."""
 
-    def act(headers: dict, action, game_id: str) -> Response:
-        retry = Retry(
-            accept_versions=_accepted_versions(headers.get("if_match")),
-            idempotency_key=headers.get("idempotency_key"),
-            fingerprint=request_fingerprint(request.method, request.path, _request_body()),
-        )
-        return _game_response(current().games.act(game_id, required_token(request), action, retry))
+    def act(*args, game_id: str) -> Response:
+        *query, headers, action = args
+        token = required_token(request)
+        if query and query[0]["dry_run"]:
+            return _json(current().games.dry_run_layoff(game_id, token, action))
+        key = headers.get("idempotency_key")
+        retry = Retry(_accepted_versions(headers.get("if_match")), key, _fingerprint(key))
+        return _game_response(current().games.act(game_id, token, action, retry))
 
     act.__name__ = endpoint.operation_id
     act.__doc__ = f"{endpoint.summary}\n\n{endpoint.description}"
@@ -305,28 +407,37 @@ def _action_view(endpoint: ActionEndpoint) -> Callable:
             403: ["forbidden"],
             404: ["game_not_found"],
             409: endpoint.conflicts,
+            410: ["game_expired"],
             412: ["version_mismatch"],
             413: ["payload_too_large"],
             415: ["unsupported_media_type"],
             422: ["invalid_request", "invalid_card", "idempotency_key_reused"],
             429: ["rate_limited"],
-            503: ["store_unavailable"],
+            503: WRITE_UNAVAILABLE,
         },
     )(act)
-    documented = blp.response(200, GameViewSchema, headers=ETAG, description="Your new view")(documented)
+    if endpoint.query is LayoffQuerySchema:
+        # Documented as either body: generators try each in turn (exactly one fits a body).
+        documented = blp.response(200, {"oneOf": [GameViewSchema, DryRunLayoffSchema]}, headers=ETAG,
+                                  description="Your new view; with `dry_run=true`, what the lay-down would leave "
+                                              "(nothing applied, no ETag)")(documented)
+    else:
+        documented = blp.response(200, GameViewSchema, headers=ETAG, description="Your new view")(documented)
     documented = blp.arguments(endpoint.schema(), required=endpoint.body_required, example=endpoint.example)(documented)
     documented = blp.arguments(ActionHeadersSchema(), location="headers")(documented)
+    if endpoint.query is not None:
+        documented = blp.arguments(endpoint.query(), location="query")(documented)
     documented = blp.doc(
         operationId=endpoint.operation_id,
         security=PLAYER_ONLY,
         responses={200: {"links": _links("$response.body#/id", GAME_OPERATIONS)}},
     )(documented)
-    return token_checked(documented)
+    return _checked_first(lambda: required_token(request))(documented)
 
 
 for _endpoint in ACTIONS:
     blp.route(
-        f"/<game_id>/{_endpoint.name}",
+        f"/<game_id>/{_endpoint.kind.value}",
         endpoint=_endpoint.operation_id,
         parameters=[GAME_ID_PARAMETER],
         methods=["POST"],

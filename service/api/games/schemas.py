@@ -1,77 +1,112 @@
-"""Request and response bodies, headers and query parameters of /v1/games.
+"""Request and response bodies, headers and query parameters of /v1/games and /v1/players.
 
-Action bodies load straight into the engine's action objects (``post_load``), so a route
-only hands the loaded action to the use case.
+Action bodies are checked for shape here and become the engine's actions through
+``rules.parse_action`` (``post_load``), which names a bad card or meld with ``invalid_card``;
+so a route only hands the loaded action to the use case.
 """
 from __future__ import annotations
+
+import json
 
 import marshmallow as ma
 
 from service import rules
-from service.games import NewPlayer
-from service.api.fields import (
-    HEADER_TEXT_PATTERN,
-    StrictBoolean,
-    card_field,
-    doc,
-    melds_field,
-    nested,
-    nested_list,
-    text_field,
-)
+from service.api.fields import (ResponseSchema, StrictBoolean, card_field, card_list, doc, header_text, melds_field,
+                                nested, nested_list, shown_text)
+from service.api.games.event_schemas import EVENT
 from service.api.games.view_schema import (
     EXAMPLE_GAME_ID,
     EXAMPLE_MELDS,
     GameViewSchema,
+    LayoffItemRequestSchema,
     LayoffItemSchema,
-    RulesSchema,
+    RulesRequestSchema,
     SuggestedActionSchema,
+    metadata_doc,
 )
+from service.api.vocabulary import (BOT_LEVEL, DRAW_SOURCE, MATCH_STATUS, METADATA, METADATA_MAX_BYTES, OUTCOME,
+                                    TURN_ACTION, VARIANT, enum_field)
+from service.bots import Level
+from service.games import NewGame, NewSeat
 
 F = ma.fields
 NAME_MAX = 40
 ADVICE_MAX = 280
+EXTERNAL_ID_MAX = 128
+CALLBACK_URL_MAX = 2048
 IDEMPOTENCY_KEY_MAX = 200
 MAX_SEED = 2**63 - 1
-# The events long-poll contract (API.md): wait at most this long; the server may cap it lower.
+# The events long-poll contract: wait at most this long; the server may cap it lower.
 WAIT_MAX_SECONDS = 30
 AFTER_MAX = 10**9
+PAGE_MAX = 100
+
+
+class Metadata(F.Dict):
+    """A JSON object of the integrator's own, at most 1 KB as compact JSON; never interpreted."""
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        loaded = super()._deserialize(value, attr, data, **kwargs)
+        if len(json.dumps(loaded, separators=(",", ":")).encode()) > METADATA_MAX_BYTES:
+            raise ma.ValidationError(f"At most {METADATA_MAX_BYTES} bytes as compact JSON.")
+        return loaded
+
+
+def metadata_field(description: str, example: dict) -> Metadata:
+    return Metadata(allow_none=True, metadata={**doc(f"{description}; a JSON object of at most {METADATA_MAX_BYTES} "
+                                                      "bytes, returned as it was sent", example), "component": METADATA})
 
 
 class NewPlayerRequestSchema(ma.Schema):
-    name = text_field(f"Display name, 1–{NAME_MAX} printable characters", "Ann", NAME_MAX, required=True)
-    bot = StrictBoolean(
-        load_default=False,
-        # Documented as false only; true is answered with bots_not_supported.
-        metadata={**doc("Whether a bot should play this seat (not supported yet: false only)", False), "enum": [False]},
-    )
+    name = shown_text(f"Display name, 1–{NAME_MAX} characters", "Ann", NAME_MAX, required=True)
+    bot = StrictBoolean(load_default=False, metadata=doc("Whether the computer plays this seat", False))
+    level = enum_field(BOT_LEVEL, "For a bot: how well it plays, `easy`, `standard` (the default) or `strong`",
+                       "standard")
+    external_id = shown_text(f"Your own id for this player (1–{EXTERNAL_ID_MAX} characters): "
+                             "list a player's matches with `GET /v1/players/{external_id}/games`",
+                             "user-4711", EXTERNAL_ID_MAX)
+    metadata = metadata_field("Your own data about this seat", {"avatar": "fox"})
 
     @ma.post_load
-    def _player(self, data, **kwargs):
-        return NewPlayer(data["name"], data["bot"])
+    def _seat(self, data, **kwargs):
+        if "level" in data and not data["bot"]:
+            raise ma.ValidationError("Only a bot seat has a level.", "level")
+        level = data.get("level", Level.STANDARD.value) if data["bot"] else None
+        return NewSeat(data["name"], level, data.get("external_id"), data.get("metadata"))
 
 
 class CreateGameRequestSchema(ma.Schema):
-    variant = F.String(
-        required=True,
-        validate=ma.validate.OneOf([rules.CLASSIC, rules.BOX]),
-        metadata=doc("`classic` (2 players) or `box` (3 players, \"in the box\")", "classic"),
-    )
+    variant = enum_field(VARIANT, "`classic` (2 players) or `box` (3 players, \"in the box\")", "classic",
+                         required=True)
     players = F.List(
         F.Nested(NewPlayerRequestSchema),
         required=True,
         validate=ma.validate.Length(2, 3),
-        metadata=doc("One entry per seat: 2 for classic, 3 for box", [{"name": "Ann"}, {"name": "Bob"}]),
+        metadata=doc("One entry per seat: 2 for classic, 3 for box; at least one a person",
+                     [{"name": "Ann"}, {"name": "Robo", "bot": True, "level": "standard"}]),
     )
     rules = F.Nested(
-        RulesSchema,
-        metadata=doc("Rule options (RULES.md); each omitted option takes the variant's default", {"knock_limit": 10}),
+        RulesRequestSchema,
+        metadata=doc("Rule options (docs/rules.md); each omitted option takes the variant's default",
+                     {"knock_limit": 10}),
     )
     seed = F.Integer(
         strict=True,
         validate=ma.validate.Range(0, MAX_SEED),
-        metadata=doc("Makes the shuffles reproducible (tests, replays); omit for an unpredictable deal", 42),
+        metadata=doc("Makes the shuffles reproducible (tests, replays; needs an API key on a shared "
+                     "deployment); omit it for an unpredictable deal", 42),
     )
+    metadata = metadata_field("Your own data about this match", {"tournament": "spring"})
+    callback_url = F.String(
+        validate=ma.validate.Length(1, CALLBACK_URL_MAX),
+        metadata=doc("Where to send this match's webhooks (turn, hand_over, match_over, timeout); its host must "
+                     "be allowed by the server's configuration", "https://hooks.example.com/ginrummy"),
+    )
+
+    @ma.post_load
+    def _new_game(self, data, **kwargs):
+        return NewGame(data["variant"], tuple(data["players"]), data.get("rules"), data.get("seed"),
+                       data.get("metadata"), data.get("callback_url"))
 
 
 def _variant_request(variant: str, seats: int) -> type[ma.Schema]:
@@ -96,116 +131,100 @@ def _variant_request(variant: str, seats: int) -> type[ma.Schema]:
 CREATE_GAME_REQUEST_DOC = {"oneOf": [_variant_request(rules.CLASSIC, 2), _variant_request(rules.BOX, 3)]}
 
 
-class SeatTokenSchema(ma.Schema):
+class SeatTokenSchema(ResponseSchema):
     seat = F.Integer(required=True, metadata=doc("Seat number", 0))
     name = F.String(required=True, metadata=doc("The player's name", "Ann"))
     token = F.String(
         required=True,
+        allow_none=True,
         metadata=doc(
-            "Secret player token, shown only now: send it as `Authorization: Bearer <token>`",
+            "Secret player token, shown only to whoever created the match (or asked for the rematch): send it "
+            "as `Authorization: Bearer <token>`. null for a bot seat, and for the other players in a rematch",
             "q7Zb2m3kq8bYz4N5VYhQ0mG7xk2u9aVJm3Lw0pQvS1E",
         ),
     )
 
 
-class CreatedGameSchema(ma.Schema):
-    game = nested(GameViewSchema, "The new match as the public sees it", required=True)
+class CreatedGameSchema(ResponseSchema):
+    game = nested(GameViewSchema, "The match as the public sees it", required=True)
     players = nested_list(SeatTokenSchema, "Each seat's token", required=True)
 
 
-class DrawRequestSchema(ma.Schema):
-    source = F.String(
-        required=True,
-        validate=ma.validate.OneOf(["stock", "discard"]),
-        metadata=doc("`stock` or `discard` (during the upcard offer, `discard` takes the upcard)", "stock"),
-    )
+def _action_schema(kind: rules.ActionType, fields: dict) -> type[ma.Schema]:
+    """The request body of one action: its fields, loaded into the engine's action."""
 
-    @ma.post_load
-    def _action(self, data, **kwargs):
-        return rules.Draw(data["source"])
+    def load(self, data, **kwargs):
+        return rules.parse_action(kind, data)
+
+    return type(f"{kind.value.capitalize()}RequestSchema", (ma.Schema,), {**fields, "_action": ma.post_load(load)})
 
 
-class PassRequestSchema(ma.Schema):
-    """No fields: the body may be absent or ``{}``."""
-
-    @ma.post_load
-    def _action(self, data, **kwargs):
-        return rules.Pass()
-
-
-class DiscardRequestSchema(ma.Schema):
-    card = card_field("The card to discard", "Kd", required=True)
-
-    @ma.post_load
-    def _action(self, data, **kwargs):
-        return rules.Discard(data["card"])
-
-
-class KnockRequestSchema(ma.Schema):
-    discard = card_field("The card to discard face up", "Kd", required=True)
-    melds = melds_field(
-        "Your melds after the discard (optional; omitted: a minimum-deadwood arrangement)", EXAMPLE_MELDS
-    )
-
-    @ma.post_load
-    def _action(self, data, **kwargs):
-        melds = data.get("melds")
-        return rules.Knock(data["discard"], None if melds is None else _melds(melds))
-
-
-class LayoffRequestSchema(ma.Schema):
-    melds = melds_field("Your melds", [["9h", "9s", "9d"]])
-    layoffs = F.List(
-        F.Nested(LayoffItemSchema),
+DrawRequestSchema = _action_schema(rules.ActionType.DRAW, {"source": enum_field(
+    DRAW_SOURCE, "`stock` or `discard` (during the upcard offer, `discard` takes the upcard)", "stock", required=True)})
+PassRequestSchema = _action_schema(rules.ActionType.PASS, {})
+ResignRequestSchema = _action_schema(rules.ActionType.RESIGN, {})
+DiscardRequestSchema = _action_schema(rules.ActionType.DISCARD, {
+    "card": card_field("The card to discard", "Kd", required=True)})
+KnockRequestSchema = _action_schema(rules.ActionType.KNOCK, {
+    "discard": card_field("The card to discard face up", "Kd", required=True),
+    "melds": melds_field("Your melds after the discard (optional; omitted: a minimum-deadwood arrangement)",
+                         EXAMPLE_MELDS),
+})
+LayoffRequestSchema = _action_schema(rules.ActionType.LAYOFF, {
+    "melds": melds_field("Your melds", [["9h", "9s", "9d"]]),
+    "layoffs": F.List(
+        F.Nested(LayoffItemRequestSchema),
         validate=ma.validate.Length(max=len(rules.CARDS)),
         metadata=doc("Cards laid off on the knocker's melds, in order (chains allowed)", [{"card": "7s", "meld": 0}]),
+    ),
+})
+
+
+class AdviceRequestActionSchema(ma.Schema):
+    """A suggested turn action in an advice request (the view's ``SuggestedAction``, strict)."""
+
+    type = enum_field(TURN_ACTION, "Suggested action", "draw", required=True)
+    source = enum_field(DRAW_SOURCE, "For draw: where from", "discard")
+    card = card_field("For discard: the card", "Kd")
+    discard = card_field("For knock: the discard", "Kd")
+    melds = melds_field("For knock and layoff: the melds, when not the engine's choice", EXAMPLE_MELDS)
+    layoffs = nested_list(LayoffItemRequestSchema, "For layoff: the lay-offs, when not the engine's choice")
+
+
+AdviceRequestSchema = _action_schema(rules.ActionType.ADVICE, {
+    "message": shown_text(f"Advice for the captain, 1–{ADVICE_MAX} characters", "take the 9c", ADVICE_MAX,
+                          required=True),
+    "action": F.Nested(AdviceRequestActionSchema,
+                       metadata=doc("A suggested action (optional)", {"type": "draw", "source": "discard"})),
+})
+
+
+class LayoffQuerySchema(ma.Schema):
+    dry_run = F.Boolean(
+        load_default=False, truthy={"true"}, falsy={"false"},
+        metadata=doc("`true`: check the lay-down and answer what it would leave, without applying it", False),
     )
-
-    @ma.post_load
-    def _action(self, data, **kwargs):
-        melds, layoffs = data.get("melds"), data.get("layoffs")
-        if melds is None and layoffs is None:
-            return rules.LayOff()
-        return rules.LayOff(
-            _melds(melds or []), tuple((item["card"], item["meld"]) for item in layoffs or [])
-        )
-
-
-class AdviceRequestActionSchema(SuggestedActionSchema):
-    @ma.post_load
-    def _notation(self, data, **kwargs):
-        # Stored in the game and its events as JSON: cards go back to their notation.
-        return {key: str(value) for key, value in data.items()}
-
-
-class AdviceRequestSchema(ma.Schema):
-    message = text_field(
-        f"Advice for the captain, 1–{ADVICE_MAX} printable characters", "take the 9c", ADVICE_MAX, required=True
-    )
-    action = F.Nested(AdviceRequestActionSchema, metadata=doc("A suggested action (optional)", {"type": "draw", "source": "discard"}))
-
-    @ma.post_load
-    def _action(self, data, **kwargs):
-        return rules.Advise(data["message"], data.get("action"))
-
-
-def _melds(melds: list[list[rules.Card]]) -> tuple[tuple[rules.Card, ...], ...]:
-    return tuple(tuple(meld) for meld in melds)
 
 
 class ActionHeadersSchema(ma.Schema):
     if_match = F.String(
         data_key="If-Match",
         validate=ma.validate.Length(1, IDEMPOTENCY_KEY_MAX),
-        metadata=doc('Act only if the game is at this version: the ETag (`"17"`) or the bare number', '"17"'),
+        metadata={"description": 'Act only if the game is at this version: the ETag as received (`"17"`) or the '
+                                 "bare number; 412 `version_mismatch` otherwise. Leave it out to act on any version"},
     )
-    idempotency_key = text_field(
-        "Any unique string of visible ASCII; a retry with the same key and body returns the first "
-        "answer without acting twice (kept 24 h, per game and seat)",
-        "5f0c2a9e-move-12",
-        IDEMPOTENCY_KEY_MAX,
-        HEADER_TEXT_PATTERN,
-        data_key="Idempotency-Key",
+    idempotency_key = header_text(
+        "Any unique string of visible ASCII (e.g. a UUID); a retry with the same key and body returns the first "
+        "answer without acting twice (kept 24 h, per game and seat). Use a new key for every new request",
+        None, IDEMPOTENCY_KEY_MAX, data_key="Idempotency-Key",
+    )
+
+
+class CreateHeadersSchema(ma.Schema):
+    idempotency_key = header_text(
+        "Any unique string of visible ASCII (e.g. a UUID); a retry with the same key and body returns the same "
+        "match, as it is then, with the same tokens (kept 24 h, per API key)",
+        None, IDEMPOTENCY_KEY_MAX, data_key="Idempotency-Key",
     )
 
 
@@ -213,7 +232,7 @@ class ViewHeadersSchema(ma.Schema):
     if_none_match = F.String(
         data_key="If-None-Match",
         validate=ma.validate.Length(1, IDEMPOTENCY_KEY_MAX),
-        metadata=doc("The ETag of the view you hold: 304 Not Modified while the game is unchanged", '"17"'),
+        metadata={"description": "The ETag of the view you hold: 304 Not Modified while the game is unchanged"},
     )
 
 
@@ -230,36 +249,76 @@ class EventsQuerySchema(ma.Schema):
     )
 
 
-class EventSchema(ma.Schema):
-    """One thing that happened, with the fields of its ``type`` (redacted for the viewer)."""
-
-    class Meta:
-        unknown = ma.INCLUDE
-
-    seq = F.Integer(required=True, metadata=doc("Sequence number, from 1", 13))
-    type = F.String(
-        required=True,
-        metadata=doc(
-            "cut, deal, dealt, draw, pass, discard, knock, layoff, advice, hand_scored or match_finished",
-            "discard",
-        ),
-    )
-    seat = F.Integer(required=True, allow_none=True, metadata=doc("The seat concerned, if any", 1))
-    hand = F.Integer(required=True, allow_none=True, metadata=doc("Number of the hand, if any", 4))
-
-
-class EventsSchema(ma.Schema):
-    events = nested_list(EventSchema, "Events, oldest first", required=True)
+class EventPageSchema(ResponseSchema):
+    events = F.List(F.Raw(metadata={"component": EVENT}), required=True,
+                    metadata=doc("Events, oldest first", [{"seq": 13, "type": "discard", "seat": 1, "hand": 4,
+                                                           "turn": 0, "bot": False, "card": "Kd"}]))
     last_seq = F.Integer(
         required=True,
         metadata=doc("Pass this as `after` next time: the last event's number, or `after` when none came", 13),
     )
 
 
-class HintSchema(ma.Schema):
+class HintSchema(ResponseSchema):
     seat = F.Integer(required=True, metadata=doc("The seat the hint is for (the captain, for the sitter)", 1))
     action = nested(SuggestedActionSchema, "The suggested action (null: not your turn)", required=True, allow_none=True)
-    reason = F.String(required=True, metadata=doc("Why", "discarding Kd leaves the least deadwood (14)"))
+    reason = F.String(required=True, metadata=doc("Why, in English", "discard Kd: highest loose card"))
+    reason_code = F.String(required=True, metadata=doc("The reason as a stable code, for your own translation",
+                                                       "highest_loose_card"))
+    params = F.Dict(keys=F.String(), required=True, metadata=doc("The values the reason names", {"card": "Kd"}))
+
+
+class DryRunLayoffSchema(ResponseSchema):
+    melds = melds_field("The defender's melds", [["9h", "9s", "9d"]], required=True)
+    layoffs = nested_list(LayoffItemSchema, "The lay-offs, as they would apply", required=True)
+    deadwood_cards = card_list("What would remain unmatched", ["Kc", "5d"], required=True)
+    deadwood = F.Integer(required=True, metadata=doc("The defender's deadwood it would leave", 15))
+    outcome = enum_field(OUTCOME, "How the hand would end", "knock", required=True)
+    winner = F.Integer(required=True, metadata=doc("Who would score", 0))
+    points = F.Integer(required=True, metadata=doc("How many points", 11))
+
+
+class NewTokenSchema(ResponseSchema):
+    seat = F.Integer(required=True, metadata=doc("The seat", 1))
+    token = F.String(required=True, metadata=doc("The seat's new token; the old one no longer works",
+                                                 "Q9v2m3kq8bYz4N5VYhQ0mG7xk2u9aVJm3Lw0pQvS1E"))
+    version = F.Integer(required=True, metadata=doc("The game's version now", 18))
+
+
+class PlayerGamesQuerySchema(ma.Schema):
+    status = F.String(load_default="active", validate=ma.validate.OneOf(["active", "finished"]),
+                      metadata=doc("`active` (being played) or `finished` (played out, resigned or aborted)", "active"))
+    cursor = F.String(validate=ma.validate.Length(1, 200),
+                      metadata=doc("`next_cursor` of the previous page", "MTc2NDU4MzIwMDAwMDpnX1EzeHYw"))
+    limit = F.Integer(load_default=20, validate=ma.validate.Range(1, PAGE_MAX),
+                      metadata=doc(f"Matches per page (1–{PAGE_MAX})", 20))
+
+
+class SummaryPlayerSchema(ResponseSchema):
+    seat = F.Integer(required=True, metadata=doc("Seat", 0))
+    name = F.String(required=True, metadata=doc("Name", "Ann"))
+    bot = F.Boolean(required=True, metadata=doc("Whether a bot plays it", False))
+    score = F.Integer(required=True, metadata=doc("Hand points so far", 34))
+    external_id = F.String(required=True, allow_none=True, metadata=doc("Your id for this player", "user-4711"))
+
+
+class GameSummarySchema(ResponseSchema):
+    id = F.String(required=True, metadata=doc("Game id", EXAMPLE_GAME_ID))
+    created_at = F.String(required=True, metadata=doc("When it was created (UTC)", "2026-12-01T10:00:00Z"))
+    variant = enum_field(VARIANT, "Variant", "classic", required=True)
+    status = enum_field(MATCH_STATUS, "`active`, `finished` or `aborted`", "active", required=True)
+    version = F.Integer(required=True, metadata=doc("Version", 17))
+    seat = F.Integer(required=True, metadata=doc("This player's seat", 0))
+    turn = F.Integer(required=True, allow_none=True, metadata=doc("The seat to act (null: over)", 0))
+    your_turn = F.Boolean(required=True, metadata=doc("Whether this player must act", True))
+    players = nested_list(SummaryPlayerSchema, "Every seat", required=True)
+    metadata = metadata_doc("The match's metadata", {"tournament": "spring"}, required=True)
+
+
+class PlayerGamesSchema(ResponseSchema):
+    games = nested_list(GameSummarySchema, "Matches, newest first", required=True)
+    next_cursor = F.String(required=True, allow_none=True,
+                           metadata=doc("Pass as `cursor` for the next page (null: this is the last)", "MTc2NDU4MzIwMDAwMDpnX1EzeHYw"))
 
 
 GAME_ID_PARAMETER = {

@@ -5,6 +5,7 @@ from flask import current_app
 from flask.views import MethodView
 
 from service.api.hands.schemas import AnalysisSchema, AnalyzeRequestSchema
+from service.api.openapi import NO_CREDENTIALS
 from service.api.parser import ApiBlueprint
 from service.api.problems import documents_problems
 from service.games import analyze_hand
@@ -14,7 +15,7 @@ blp = ApiBlueprint("hands", __name__, url_prefix="/v1/hands", description="State
 
 @blp.route("/analyze", endpoint="analyze")
 class Analyze(MethodView):
-    @blp.doc(operationId="analyzeHand", security=[{}])
+    @blp.doc(operationId="analyzeHand", security=NO_CREDENTIALS)
     @blp.arguments(AnalyzeRequestSchema(), example={"cards": ["As", "2s", "3s", "7d", "7c", "7h", "Td", "Jd", "Qd", "4c"]})
     @blp.response(200, AnalysisSchema)
     @documents_problems(

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import marshmallow as ma
 
-from service.api.fields import EXAMPLE_HAND, card_field, card_list, doc, melds_field
+from service.api.fields import EXAMPLE_HAND, ResponseSchema, card_field, card_list, doc, melds_field
 from service.rules import RULE_OPTIONS, Rules
 
 F = ma.fields
-_, KNOCK_LIMIT_MIN, KNOCK_LIMIT_MAX = RULE_OPTIONS["knock_limit"]
+KNOCK_LIMIT = RULE_OPTIONS["knock_limit"]
 
 
 class AnalyzeRequestSchema(ma.Schema):
@@ -21,12 +21,12 @@ class AnalyzeRequestSchema(ma.Schema):
     knock_limit = F.Integer(
         strict=True,
         load_default=Rules().knock_limit,
-        validate=ma.validate.Range(KNOCK_LIMIT_MIN, KNOCK_LIMIT_MAX),
+        validate=ma.validate.Range(KNOCK_LIMIT.low, KNOCK_LIMIT.high),
         metadata=doc("The knock limit to judge `can_knock` by", Rules().knock_limit),
     )
 
 
-class AnalysisSchema(ma.Schema):
+class AnalysisSchema(ResponseSchema):
     deadwood = F.Integer(required=True, metadata=doc("Minimum deadwood count", 4))
     melds = melds_field("A minimum-deadwood arrangement", [["As", "2s", "3s"], ["7d", "7c", "7h"], ["Td", "Jd", "Qd"]], required=True)
     deadwood_cards = card_list("The cards outside those melds", ["4c"], required=True)

@@ -4,7 +4,8 @@ from __future__ import annotations
 from flask.views import MethodView
 
 from service.api.context import current
-from service.api.health.schemas import StatusSchema
+from service.api.health.schemas import HealthSchema
+from service.api.openapi import NO_CREDENTIALS
 from service.api.parser import ApiBlueprint
 from service.api.problems import documents_problems
 
@@ -15,9 +16,9 @@ OK = {"status": "ok"}
 
 @blp.route("/healthz", endpoint="healthz")
 class Liveness(MethodView):
-    @blp.doc(operationId="liveness", security=[{}])
-    @blp.response(200, StatusSchema)
-    @documents_problems(blp, {})
+    @blp.doc(operationId="liveness", security=NO_CREDENTIALS)
+    @blp.response(200, HealthSchema)
+    @documents_problems(blp, {}, limited=False)
     def get(self):
         """Liveness
 
@@ -28,9 +29,9 @@ class Liveness(MethodView):
 
 @blp.route("/readyz", endpoint="readyz")
 class Readiness(MethodView):
-    @blp.doc(operationId="readiness", security=[{}])
-    @blp.response(200, StatusSchema)
-    @documents_problems(blp, {503: ["store_unavailable"]})
+    @blp.doc(operationId="readiness", security=NO_CREDENTIALS)
+    @blp.response(200, HealthSchema)
+    @documents_problems(blp, {503: ["store_unavailable"]}, limited=False)
     def get(self):
         """Readiness
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import marshmallow as ma
 
-from service.api.fields import doc
+from service.api.fields import ResponseSchema, doc
 
 
-class StatusSchema(ma.Schema):
+class HealthSchema(ResponseSchema):
     status = ma.fields.String(required=True, metadata=doc("`ok`", "ok"))

@@ -1,0 +1,39 @@
+"""Security headers on every response.
+
+- ``X-Content-Type-Options: nosniff``: browsers take each body for its declared type only (a
+  JSON answer holding a player's text is never run as a script or page).
+- ``Referrer-Policy: no-referrer``: a page of this service never tells another site its URL
+  (URLs carry game ids).
+- ``Content-Security-Policy``: on /docs and its assets, what Swagger UI needs and nothing
+  more: its script, styles, images (some inline as ``data:`` URIs in its stylesheet) and
+  requests to this origin only, and no framing (``frame-ancestors 'none'``). Every other
+  answer is data, never a page: it may load nothing and be framed by nobody.
+"""
+from __future__ import annotations
+
+from flask import Flask, Response, request
+
+DOCS_PREFIX = "/docs"
+DOCS_POLICY = "; ".join((
+    "default-src 'self'",
+    "img-src 'self' data:",
+    "object-src 'none'",
+    "base-uri 'none'",
+    "form-action 'self'",
+    "frame-ancestors 'none'",
+))
+DATA_POLICY = "default-src 'none'; frame-ancestors 'none'"
+HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}
+
+
+def init_security_headers(app: Flask) -> None:
+    """Add the security headers to every response of ``app``, errors included."""
+    app.after_request(_secured)
+
+
+def _secured(response: Response) -> Response:
+    for name, value in HEADERS.items():
+        response.headers.setdefault(name, value)
+    is_docs = request.path == DOCS_PREFIX or request.path.startswith(DOCS_PREFIX + "/")
+    response.headers["Content-Security-Policy"] = DOCS_POLICY if is_docs else DATA_POLICY
+    return response

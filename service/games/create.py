@@ -1,0 +1,175 @@
+"""Creating matches: a new one, the same one again for a retried request, and a rematch.
+
+A retried creation (same Idempotency-Key, same API key) and every player's call for a rematch
+must land on one match, even when they race. Both get an id derived from what identifies them
+and the store's create keeps the first match under that id; the seats' tokens are derived too,
+so the later callers get them again without the service ever storing a token.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, replace
+
+from service import ids, rules
+from service.games import flow
+from service.games.commit import effects_of
+from service.games.context import Context
+from service.games.errors import NotAllowed, TooMany, Unauthorized, Unprocessable
+from service.games.record import Record, Seat
+from service.tokens import hash_token
+from service.webhooks.callbacks import check_callback_url
+
+QUOTA_WINDOW_SECONDS = 60
+
+
+@dataclass(frozen=True)
+class NewSeat:
+    name: str
+    level: str | None = None  # a bot's level; None: a person
+    external_id: str | None = None
+    metadata: dict | None = None
+
+
+@dataclass(frozen=True)
+class NewGame:
+    variant: str
+    seats: tuple[NewSeat, ...]
+    rules: dict | None = None
+    seed: int | None = None
+    metadata: dict | None = None
+    callback_url: str | None = None
+
+
+@dataclass(frozen=True)
+class SeatToken:
+    seat: int
+    name: str
+    token: str | None  # None: a bot seat (or, in a replay, a token replaced since)
+
+
+@dataclass(frozen=True)
+class Created:
+    """A match: its public view (with ``id``) and the seats' tokens, shown only to its creators."""
+
+    game_id: str
+    view: dict
+    players: list[SeatToken]
+    version: int
+    new: bool = True  # False: the match existed already (a retried creation, a rematch asked before)
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who asks for a creation: the key id of a valid API key (None: anonymous), the client's
+    address (what an anonymous quota counts), and whether this deployment keeps games in
+    process (where seeds need no key)."""
+
+    owner: str | None
+    address: str
+    embedded: bool = False
+
+
+def create(ctx: Context, new: NewGame, caller: Caller, idempotency_key: str | None = None,
+           fingerprint: str = "") -> Created:
+    """Deal a new match and store it; a retry with the same Idempotency-Key and body gets the
+    same match. Raises Unauthorized, NotAllowed (seed_not_allowed), TooMany
+    (creation_quota_exceeded), Unprocessable (no_human_seat, idempotency_key_reused),
+    InvalidInput (rules, callback), StoreError."""
+    settings = ctx.settings
+    if caller.owner is None and not settings.anonymous_create:
+        raise Unauthorized("creating a game needs an API key: send it in X-API-Key", challenge='ApiKey header="X-API-Key"')
+    if new.seed is not None and caller.owner is None and not caller.embedded:
+        raise NotAllowed("a seeded game needs an API key", code="seed_not_allowed", field="seed")
+    if all(seat.level is not None for seat in new.seats):
+        raise Unprocessable("at least one seat must be a person", code="no_human_seat", field="players")
+    match_rules = rules.rules_for(new.variant, new.rules)
+    callback = None if new.callback_url is None else check_callback_url(new.callback_url, settings.webhook_allowed_hosts)
+    secret = ctx.secret()
+    now = ctx.now()
+    seed = None if new.seed is None else secret.mixed_seed(new.seed)
+    match, events = rules.new_match(new.variant, [seat.name for seat in new.seats], match_rules, seed,
+                                    [seat.level for seat in new.seats], now)
+    # Counted only once the request is known to be valid: a refused creation changes nothing.
+    if settings.create_quota_per_minute:
+        _check_quota(ctx, caller)
+    if idempotency_key is None:
+        game_id = ids.new_game_id()
+        issued = [None if seat.level else secret.new_token(game_id) for seat in new.seats]
+    else:
+        label = secret.mac("create", caller.owner or "-", idempotency_key)
+        game_id = ids.derived_game_id(label, "create")
+        issued = _derived_tokens(ctx, game_id, new.seats, "create", caller.owner or "-", idempotency_key)
+    seats = tuple(Seat(None if token is None else hash_token(token), seat.external_id, seat.metadata)
+                  for seat, token in zip(new.seats, issued))
+    record, events = started(ctx, Record(match, seats, caller.owner, new.metadata, callback,
+                                         created_at_ms=int(now * 1000)), events)
+    created = store_new(ctx, game_id, record, events, fingerprint)
+    if created is None:
+        ctx.metrics.record_game_created(new.variant)
+        return _created(game_id, record, issued)
+    existing, stored_fingerprint = created
+    if stored_fingerprint != fingerprint:
+        raise Unprocessable("this Idempotency-Key was already used for a different request",
+                            field="Idempotency-Key", code="idempotency_key_reused")
+    return replace(_created(game_id, existing, _still_valid(existing, issued)), new=False)
+
+
+def started(ctx: Context, record: Record, events: list[rules.Event]) -> tuple[Record, list[rules.Event]]:
+    """A new match played forward to the first person's turn (bots to act first play at once),
+    and its events with theirs: what is stored and what the creator is answered."""
+    match, more = flow.advance(record.match, ctx.now())
+    return record.with_match(match), events + more
+
+
+def store_new(ctx: Context, game_id: str, record: Record, events: list[rules.Event],
+              fingerprint: str = "") -> tuple[Record, str] | None:
+    """Store a ``started`` match under ``game_id``.
+
+    Returns None when it was stored, or (the record already there, its fingerprint)."""
+    effects = effects_of(ctx, game_id, record, events, None, ctx.settings.unstarted_game_ttl_seconds,
+                         index_add=tuple(record.players()))
+    found = ctx.store.create(game_id, record.dump(), record.match.version, effects, fingerprint, record.created_at_ms)
+    if found is None:
+        return None
+    return Record.parse(found.state), found.fingerprint
+
+
+def rematch_record(ctx: Context, old: Record, new_id: str) -> tuple[Record, list[rules.Event], list[str | None]]:
+    """The next match between the same players, ``started``: same seats, rules, bots, ids,
+    metadata and callback, a fresh cut. Each person's token is derived from the hash of their current one."""
+    match = old.match
+    seed = None if match.seed is None else hashlib.sha256(f"rematch:{match.seed}".encode()).hexdigest()[:32]
+    now = ctx.now()
+    new_match, events = rules.new_match(match.variant, list(match.names), match.rules, seed, list(match.bots), now)
+    issued = [None if seat.token_hash is None else ctx.secret().derived_token(new_id, "rematch", seat.token_hash)
+              for seat in old.seats]
+    seats = tuple(Seat(None if token is None else hash_token(token), seat.external_id, seat.metadata)
+                  for seat, token in zip(old.seats, issued))
+    record = Record(new_match, seats, old.owner, old.metadata, old.callback_url, created_at_ms=int(now * 1000))
+    record, events = started(ctx, record, events)
+    return record, events, issued
+
+
+def _derived_tokens(ctx: Context, game_id: str, seats: tuple[NewSeat, ...], *label: str) -> list[str | None]:
+    secret = ctx.secret()
+    return [None if seat.level else secret.derived_token(game_id, *label, str(n)) for n, seat in enumerate(seats)]
+
+
+def _still_valid(record: Record, issued: list[str | None]) -> list[str | None]:
+    """The derived tokens that are still the seats' tokens (a seat's token may have been replaced)."""
+    return [token if token is not None and hash_token(token) == seat.token_hash else None
+            for token, seat in zip(issued, record.seats)]
+
+
+def _created(game_id: str, record: Record, issued: list[str | None]) -> Created:
+    match = record.match
+    players = [SeatToken(seat, match.names[seat], token) for seat, token in enumerate(issued)]
+    return Created(game_id, record.view(game_id, None), players, match.version)
+
+
+def _check_quota(ctx: Context, caller: Caller) -> None:
+    who = f"key:{caller.owner}" if caller.owner else f"addr:{caller.address}"
+    quota = ctx.settings.create_quota_per_minute
+    if ctx.store.count(f"create:{who}", QUOTA_WINDOW_SECONDS) > quota:
+        raise TooMany(f"at most {quota} games may be created per minute", QUOTA_WINDOW_SECONDS,
+                      code="creation_quota_exceeded", params={"limit": quota})

@@ -1,0 +1,82 @@
+"""The webhook deliveries a change of a game produces, for the outbox of its save.
+
+Four types: ``turn`` (a person is to act), ``hand_over`` (a hand's result), ``match_over`` (the
+match's result: played out, resigned or aborted) and ``timeout`` (a person's deadline passed).
+Bodies hold what every seat may see anyway (a hand's cards only once it is over), never a
+token; they echo the integrator's ids and metadata. Each delivery's id is fixed by the event
+that caused it, so it stays the same across the worker's retries.
+"""
+from __future__ import annotations
+
+import json
+from enum import Enum
+
+from service import rules
+from service.games.record import Record
+from service.store.base import OutboxEntry
+
+
+class Notice(str, Enum):
+    TURN = "turn"
+    HAND_OVER = "hand_over"
+    MATCH_OVER = "match_over"
+    TIMEOUT = "timeout"
+
+
+# (hand number, seat to act) before a change: a turn notice goes out when it changes.
+TurnMark = tuple[int, int] | None
+
+
+def turn_mark(match: rules.Match) -> TurnMark:
+    return None if match.hand is None else (match.hand.number, match.hand.turn)
+
+
+def outbox(game_id: str, record: Record, before: TurnMark, events: list[rules.Event], now: float) -> tuple[OutboxEntry, ...]:
+    """The deliveries of a change that left the game as ``record`` (none without a callback URL)."""
+    if record.callback_url is None:
+        return ()
+    match = record.match
+    found: list[tuple[Notice, int, dict]] = []
+    for event in events:
+        if event.type is rules.EventType.TIMEOUT:
+            found.append((Notice.TIMEOUT, event.seq, {"seat": event.seat, **event.public}))
+        elif event.type is rules.EventType.HAND_SCORED:
+            found.append((Notice.HAND_OVER, event.seq, {"hand": event.public}))
+        elif event.type is rules.EventType.MATCH_FINISHED:
+            found.append((Notice.MATCH_OVER, event.seq, {"result": event.public}))
+    if _turn_begins(match, before, events):
+        found.append((Notice.TURN, match.event_count, _turn(match)))
+    return tuple(_entry(game_id, record, notice, seq, data, now) for notice, seq, data in found)
+
+
+def _turn_begins(match: rules.Match, before: TurnMark, events: list[rules.Event]) -> bool:
+    """Whether this change hands a person a new turn: the seat or hand to act changed, or the
+    turn went to others within the change (a bot's reply, a timeout) and came back."""
+    mark = turn_mark(match)
+    if mark is None or match.is_bot(match.turn):
+        return False
+    return mark != before or any(event.turn != match.turn for event in events)
+
+
+def _turn(match: rules.Match) -> dict:
+    hand = match.hand
+    return {"seat": hand.turn, "hand_number": hand.number, "phase": hand.phase.value,
+            "deadline": None if hand.deadline is None else rules.iso_time(hand.deadline)}
+
+
+def _entry(game_id: str, record: Record, notice: Notice, seq: int, data: dict, now: float) -> OutboxEntry:
+    match = record.match
+    body = {
+        "type": notice.value,
+        "timestamp": rules.iso_time(now),
+        "data": {
+            "game_id": game_id, "version": match.version, "status": match.status.value,
+            "metadata": record.metadata,
+            "players": [{"seat": seat, "name": match.names[seat], "bot": match.is_bot(seat),
+                         "external_id": info.external_id, "metadata": info.metadata}
+                        for seat, info in enumerate(record.seats)],
+            **data,
+        },
+    }
+    text = json.dumps(body, separators=(",", ":"))
+    return OutboxEntry(f"wh_{game_id}_{seq}_{notice.value}", record.callback_url, text, game_id, notice.value)

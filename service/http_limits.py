@@ -1,0 +1,121 @@
+"""Deadlines on what a client sends, as WSGI middleware around the app.
+
+Under gunicorn's gevent worker a connection costs a greenlet, so a client that sends slowly
+costs little, but it must not be able to hold its connection for ever: gunicorn bounds the
+wait for each request's headers (its keep-alive timeout), and ``RequestDeadlines`` bounds the
+body: the whole body (at most MAX_CONTENT_LENGTH + 1 bytes) is read before the app runs, and
+a body that has not arrived within ``body_seconds`` is answered with 408
+``request_timeout`` and the connection is closed.
+
+It also tells the long-poll waiters (service/store/notify.py) which connection the request
+came on, so that a waiter whose client hangs up stops at once.
+
+Outside gevent (Werkzeug's development server, tests) the body is left to the app as before:
+there a blocking read cannot be interrupted, and the development server is not exposed.
+"""
+from __future__ import annotations
+
+import io
+import logging
+import socket
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from service.problems import PROBLEM_MIMETYPE, problem_body
+from service.store.notify import REQUESTER
+
+log = logging.getLogger(__name__)
+
+DEFAULT_BODY_SECONDS = 10.0
+READ_SIZE = 65536
+
+WsgiApp = Callable[[dict, Callable], Iterable[bytes]]
+
+
+class RequestDeadlines:
+    """WSGI middleware: read the body within ``body_seconds``; expose the client socket.
+
+    ``max_body_bytes`` is the app's body cap: a declared length above it is not read (the
+    app answers 413 without reading); a chunked body is read up to one byte past it, so the
+    app can still tell it is too large."""
+
+    def __init__(self, app: WsgiApp, body_seconds: float = DEFAULT_BODY_SECONDS,
+                 max_body_bytes: int | None = None) -> None:
+        self.app = app
+        self.body_seconds = body_seconds
+        self.max_body_bytes = max_body_bytes
+
+    def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
+        client = environ.get("gunicorn.socket")
+        if client is not None and _gevent_active():
+            try:
+                _read_body_before_deadline(environ, self.body_seconds, self.max_body_bytes)
+            except _BodyTooSlow:
+                return _timed_out(environ, client, start_response, self.body_seconds)
+        token = REQUESTER.set(client)
+        try:
+            return self.app(environ, start_response)
+        finally:
+            REQUESTER.reset(token)
+
+
+class _BodyTooSlow(Exception):
+    pass
+
+
+def _read_body_before_deadline(environ: dict, seconds: float, cap: int | None) -> None:
+    """Replace ``wsgi.input`` by the body read into memory within ``seconds``.
+
+    Raises _BodyTooSlow when the body has not arrived in time."""
+    import gevent
+
+    declared = _content_length(environ)
+    chunked = "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower()
+    if declared is None and not chunked:
+        return  # no body
+    if declared is not None and cap is not None and declared > cap:
+        return  # refused unread by the app (413)
+    limit = declared if declared is not None else (cap + 1 if cap is not None else None)
+    stream = environ["wsgi.input"]
+    chunks: list[bytes] = []
+    with gevent.Timeout(seconds, _BodyTooSlow):
+        remaining = limit
+        while remaining is None or remaining > 0:
+            chunk = stream.read(READ_SIZE if remaining is None else min(remaining, READ_SIZE))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            if remaining is not None:
+                remaining -= len(chunk)
+    environ["wsgi.input"] = io.BytesIO(b"".join(chunks))
+
+
+def _content_length(environ: dict) -> int | None:
+    raw = environ.get("CONTENT_LENGTH", "")
+    try:
+        return int(raw) if raw else None
+    except ValueError:
+        return None  # gunicorn refuses a malformed length before the app runs
+
+
+def _timed_out(environ: dict, client: Any, start_response: Callable, seconds: float) -> Iterable[bytes]:
+    """408, and no more reading from this connection: gunicorn ignores an app's
+    ``Connection: close``, but after a shut-down read side its next read ends the connection."""
+    log.info("request body not received within %.0f s: %s %s", seconds,
+             environ.get("REQUEST_METHOD"), environ.get("PATH_INFO"))
+    try:
+        client.shutdown(socket.SHUT_RD)
+    except OSError:
+        pass
+    body = problem_body(408, "request_timeout", "Request body too slow",
+                        f"the request body did not arrive within {seconds:g} s").encode()
+    start_response("408 Request Timeout", [("Content-Type", PROBLEM_MIMETYPE), ("Content-Length", str(len(body)))])
+    return [body]
+
+
+def _gevent_active() -> bool:
+    try:
+        from gevent.monkey import is_module_patched
+    except ImportError:
+        return False
+    return is_module_patched("socket")

@@ -1,0 +1,267 @@
+"""What a studio's backend needs to run matches over days, through HTTP on the real Redis:
+its own ids and metadata, an idempotent creation, replacing a seat's token, expired versus
+never-existing matches, codes with parameters on problems and hints, the next turn in every event."""
+from __future__ import annotations
+
+import json
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from redis import Redis
+
+from service import ids, rules
+from service.store.keys import game_keys
+from tests.api.conftest import build_app
+from tests.api.sessions import Session
+from tests.api.support import API_KEY, store_of
+from tests.api.test_errors import assert_problem
+
+OTHER_KEY = "integrators-other-key"
+METADATA_MAX = 1024
+
+
+@pytest.fixture
+def app(redis_url, key_prefix):
+    app = build_app(REDIS_URL=redis_url, KEY_PREFIX=key_prefix, API_KEYS=f"{API_KEY},{OTHER_KEY}")
+    yield app
+    store_of(app).close()
+
+
+@pytest.fixture
+def client(app):
+    return app.test_client()
+
+
+def bearer(token: str | None) -> dict:
+    return {} if token is None else {"Authorization": f"Bearer {token}"}
+
+
+def sized(size: int) -> dict:
+    """A JSON object of exactly ``size`` bytes as compact JSON."""
+    data = {"k": "x" * (size - len('{"k":""}'))}
+    assert len(json.dumps(data, separators=(",", ":")).encode()) == size
+    return data
+
+
+def classic(players=None, **extra) -> dict:
+    return {"variant": "classic", "players": players or [{"name": "Ann"}, {"name": "Bob"}], **extra}
+
+
+# --- ids and metadata -------------------------------------------------------------------------
+
+def test_metadata_and_external_ids_come_back_in_every_view(client):
+    match_meta = {"tournament": "spring", "round": 2, "tags": ["a", "b"], "nested": {"x": None}}
+    players = [{"name": "Ann", "external_id": "user-1", "metadata": {"avatar": "fox"}},
+               {"name": "Bob", "external_id": "user-2"}]
+    created = client.post("/v1/games", json=classic(players, metadata=match_meta)).get_json()
+    game_id, tokens = created["game"]["id"], [p["token"] for p in created["players"]]
+    turn = created["game"]["hand"]["turn"]
+    moved = client.post(f"/v1/games/{game_id}/pass", headers=bearer(tokens[turn])).get_json()
+    views = [created["game"], moved, client.get(f"/v1/games/{game_id}").get_json(),
+             client.get(f"/v1/games/{game_id}", headers=bearer(tokens[0])).get_json()]
+    for view in views:
+        assert view["metadata"] == match_meta
+        assert [(p["external_id"], p["metadata"]) for p in view["players"]] == [("user-1", {"avatar": "fox"}),
+                                                                                 ("user-2", None)]
+
+
+@pytest.mark.parametrize("where", ["match", "seat"])
+def test_metadata_up_to_one_kilobyte(client, where):
+    def body(metadata: dict) -> dict:
+        if where == "match":
+            return classic(metadata=metadata)
+        return classic([{"name": "Ann", "metadata": metadata}, {"name": "Bob"}])
+
+    fits = client.post("/v1/games", json=body(sized(METADATA_MAX)))
+    assert fits.status_code == 201
+    shown = fits.get_json()["game"]
+    assert (shown["metadata"] if where == "match" else shown["players"][0]["metadata"]) == sized(METADATA_MAX)
+    field = "metadata" if where == "match" else "players.0.metadata"
+    assert_problem(client.post("/v1/games", json=body(sized(METADATA_MAX + 1))), 422, "invalid_request", field)
+    assert_problem(client.post("/v1/games", json=body(["not", "an", "object"])), 422, "invalid_request", field)
+
+
+def test_an_external_id_is_at_most_128_characters(client):
+    ok = client.post("/v1/games", json=classic([{"name": "Ann", "external_id": "u" * 128}, {"name": "Bob"}]))
+    assert ok.status_code == 201
+    too_long = client.post("/v1/games", json=classic([{"name": "Ann", "external_id": "u" * 129}, {"name": "Bob"}]))
+    assert_problem(too_long, 422, "invalid_request", "players.0.external_id")
+
+
+# --- an idempotent creation -------------------------------------------------------------------
+
+def test_a_retried_creation_returns_the_same_match_and_tokens(client):
+    body = classic([{"name": "Ann", "external_id": "idem-1"}, {"name": "Bob"}], metadata={"order": 7})
+    first = client.post("/v1/games", json=body, headers={"Idempotency-Key": "order-7"})
+    again = client.post("/v1/games", json=body, headers={"Idempotency-Key": "order-7"})
+    assert first.status_code == 201 and again.status_code in (200, 201)
+    assert again.get_json()["game"]["id"] == first.get_json()["game"]["id"]
+    assert again.get_json()["players"] == first.get_json()["players"]
+    game_id = first.get_json()["game"]["id"]
+    for seat, player in enumerate(first.get_json()["players"]):
+        assert client.get(f"/v1/games/{game_id}", headers=bearer(player["token"])).get_json()["you"]["seat"] == seat
+    listed = client.get("/v1/players/idem-1/games", headers={"X-API-Key": API_KEY}).get_json()["games"]
+    assert [g["id"] for g in listed].count(game_id) == 1
+
+
+def test_a_creation_key_reused_with_another_body_is_refused(client):
+    assert client.post("/v1/games", json=classic(), headers={"Idempotency-Key": "k-1"}).status_code == 201
+    other = classic([{"name": "Ann"}, {"name": "Zed"}])
+    body = assert_problem(client.post("/v1/games", json=other, headers={"Idempotency-Key": "k-1"}),
+                          422, "idempotency_key_reused", "Idempotency-Key")
+    assert isinstance(body["params"], dict)
+
+
+def test_creation_keys_are_scoped_per_api_key(client):
+    mine = client.post("/v1/games", json=classic(), headers={"Idempotency-Key": "shared"}).get_json()
+    theirs = client.post("/v1/games", json=classic(), headers={"Idempotency-Key": "shared", "X-API-Key": OTHER_KEY})
+    assert theirs.status_code == 201 and theirs.get_json()["game"]["id"] != mine["game"]["id"]
+
+
+def test_racing_retries_of_a_creation_make_one_match(app):
+    barrier = threading.Barrier(4)
+
+    def post(_):
+        other = app.test_client()
+        barrier.wait()
+        return other.post("/v1/games", json=classic(), headers={"Idempotency-Key": "race"})
+
+    with ThreadPoolExecutor(4) as pool:
+        answers = list(pool.map(post, range(4)))
+    assert {a.status_code for a in answers} <= {200, 201}
+    assert len({a.get_json()["game"]["id"] for a in answers}) == 1
+    assert all(a.get_json()["players"] == answers[0].get_json()["players"] for a in answers)
+
+
+# --- replacing a seat's token -----------------------------------------------------------------
+
+def reissue(client, game_id: str, seat: int, key: str | None = API_KEY):
+    return client.post(f"/v1/games/{game_id}/players/{seat}/token", headers={} if key is None else {"X-API-Key": key})
+
+
+def test_a_new_token_replaces_the_old_one_at_once(client):
+    created = client.post("/v1/games", json=classic(), headers={"Idempotency-Key": "tok"}).get_json()
+    game_id, old = created["game"]["id"], [p["token"] for p in created["players"]]
+    version = created["game"]["version"]
+    response = reissue(client, game_id, 1)
+    assert response.status_code == 200 and "no-store" in response.headers["Cache-Control"]
+    new = response.get_json()
+    assert new["seat"] == 1 and new["token"] not in old and new["version"] == version + 1
+    assert_problem(client.get(f"/v1/games/{game_id}", headers=bearer(old[1])), 401, "unauthorized")
+    assert_problem(client.post(f"/v1/games/{game_id}/resign", headers=bearer(old[1])), 401, "unauthorized")
+    assert client.get(f"/v1/games/{game_id}", headers=bearer(new["token"])).get_json()["you"]["seat"] == 1
+    assert client.get(f"/v1/games/{game_id}", headers=bearer(old[0])).get_json()["you"]["seat"] == 0
+    # The creation retried shows the replaced token no more.
+    again = client.post("/v1/games", json=classic(), headers={"Idempotency-Key": "tok"}).get_json()
+    assert [p["token"] for p in again["players"]] == [old[0], None]
+    turn = client.get(f"/v1/games/{game_id}").get_json()["hand"]["turn"]
+    token = new["token"] if turn == 1 else old[0]
+    assert client.post(f"/v1/games/{game_id}/pass", headers=bearer(token)).status_code == 200
+
+
+def test_only_the_creating_api_key_replaces_a_person_s_token(client):
+    created = client.post("/v1/games", json=classic([{"name": "Ann"}, {"name": "Robo", "bot": True}])).get_json()
+    game_id = created["game"]["id"]
+    version = client.get(f"/v1/games/{game_id}").get_json()["version"]
+    assert_problem(reissue(client, game_id, 0, OTHER_KEY), 403, "forbidden")
+    assert_problem(reissue(client, game_id, 0, None), 401, "unauthorized")
+    assert_problem(reissue(client, game_id, 1), 422, "invalid_request")  # the bot's seat
+    assert_problem(reissue(client, game_id, 5), 422, "invalid_request")
+    assert client.get(f"/v1/games/{game_id}").get_json()["version"] == version
+
+
+# --- expired versus never existing ------------------------------------------------------------
+
+def wait_until_gone(redis_url: str, key: str, timeout: float = 10) -> None:
+    with Redis.from_url(redis_url) as redis_client:
+        deadline = time.monotonic() + timeout
+        while redis_client.exists(key):
+            assert time.monotonic() < deadline, f"{key} did not expire"
+            time.sleep(0.05)
+
+
+@pytest.mark.slow
+def test_an_expired_match_is_410_until_its_tombstone_goes_then_404(redis_url, key_prefix):
+    app = build_app(REDIS_URL=redis_url, KEY_PREFIX=key_prefix, UNSTARTED_GAME_TTL_SECONDS="1",
+                    GAME_TTL_SECONDS="1", GAME_TOMBSTONE_SECONDS="1")
+    try:
+        client = app.test_client()
+        created = client.post("/v1/games", json=classic()).get_json()
+        game_id, tokens = created["game"]["id"], [p["token"] for p in created["players"]]
+        moved_at = time.time()
+        turn = created["game"]["hand"]["turn"]
+        assert client.post(f"/v1/games/{game_id}/pass", headers=bearer(tokens[turn])).status_code == 200
+        keys = game_keys(key_prefix, game_id)
+        wait_until_gone(redis_url, keys.state)
+        requests = {
+            "public view": lambda: client.get(f"/v1/games/{game_id}"),
+            "player view": lambda: client.get(f"/v1/games/{game_id}", headers=bearer(tokens[0])),
+            "events": lambda: client.get(f"/v1/games/{game_id}/events"),
+            "move": lambda: client.post(f"/v1/games/{game_id}/pass", headers=bearer(tokens[1 - turn])),
+            "rematch": lambda: client.post(f"/v1/games/{game_id}/rematch", headers=bearer(tokens[0])),
+            "abort": lambda: client.post(f"/v1/games/{game_id}/abort", headers={"X-API-Key": API_KEY}),
+        }
+        for name, send in requests.items():
+            body = assert_problem(send(), 410, "game_expired")
+            expired_at = body["params"]["expired_at"]
+            assert rules.iso_time(moved_at) <= expired_at <= rules.iso_time(time.time()), name
+        assert_problem(client.get(f"/v1/games/{ids_never_issued()}"), 404, "game_not_found")
+        wait_until_gone(redis_url, keys.tombstone)
+        assert_problem(client.get(f"/v1/games/{game_id}"), 404, "game_not_found")
+    finally:
+        store_of(app).close()
+
+
+def ids_never_issued() -> str:
+    return ids.new_game_id()
+
+
+def test_an_id_that_never_existed_is_404(client):
+    assert_problem(client.get(f"/v1/games/{ids_never_issued()}"), 404, "game_not_found")
+    assert_problem(client.get("/v1/games/g_not-even-an-id"), 404, "game_not_found")
+
+
+# --- codes for people's texts; the next turn in every event -------------------------------------
+
+def test_hints_carry_a_code_and_its_parameters_in_every_phase(app):
+    session = Session.open(app, "box", [("Ann", None), ("Bob", None), ("Cy", None)], seed=71)
+    phases = set()
+    for _ in range(400):
+        match = session.match()
+        if match.is_finished or session.replay.counts.get("hand_scored", 0) >= 2:
+            break
+        for seat in range(3):
+            hint = session.get(seat, "/hint")
+            assert hint.status_code == 200, hint.get_json()
+            body = hint.get_json()
+            assert isinstance(body["reason"], str) and body["reason"]
+            assert isinstance(body["reason_code"], str) and body["reason_code"] and isinstance(body["params"], dict)
+            if seat == match.sitter:
+                assert body["seat"] == match.captain
+            if body["seat"] == match.turn:
+                legal = session.view(match.turn)["you"]["legal_actions"]
+                assert body["action"]["type"] in legal
+                phases.add(match.hand.phase.value)
+            else:
+                assert body["action"] is None and body["reason_code"] == "waiting"
+                assert body["params"] == {"turn": match.turn}
+        session.play_move(match.turn)
+    assert {"upcard_offer", "draw", "discard", "layoff"} <= phases
+
+
+def test_every_event_names_the_seat_to_act_next(app):
+    session = Session.open(app, "classic", [("Ann", None), ("Bob", None)], seed=73)
+    session.play_until(lambda: session.replay.counts.get("hand_scored", 0) >= 2)
+    for viewer in (None, 0, 1):
+        shown = session.get(viewer, "/events").get_json()["events"]
+        assert shown and all("turn" in event for event in shown)
+        # The turn an event names is the seat of the next action.
+        for event, following in zip(shown, shown[1:]):
+            if following["type"] in ("draw", "pass", "discard", "knock", "layoff"):
+                assert following["seat"] == event["turn"], (event, following)
+        assert shown[-1]["turn"] == session.view(None)["hand"]["turn"]
+    session.post(0, "resign")
+    last = session.get(None, "/events").get_json()["events"][-2:]
+    assert [e["turn"] for e in last] == [None, None]

@@ -1,0 +1,64 @@
+"""Security headers on every answer: nosniff and no referrer everywhere, a Content-Security-Policy
+that lets /docs run Swagger UI from this origin only and frames nothing, and none that lets a
+data answer load anything. (tests/browser checks in Chromium that /docs breaks no rule of it.)"""
+from __future__ import annotations
+
+import pytest
+
+from tests.api.conftest import build_app
+from tests.api.support import create
+
+
+@pytest.fixture(scope="module")
+def client():
+    return build_app(REDIS_URL="memory://").test_client()
+
+
+def directives(policy: str) -> dict[str, list[str]]:
+    parsed = {}
+    for directive in filter(None, (part.strip() for part in policy.split(";"))):
+        name, *values = directive.split()
+        parsed[name] = values
+    return parsed
+
+
+def answers(client) -> list:
+    game = create(client).get_json()["game"]["id"]
+    return [
+        client.get("/healthz"), client.get("/openapi.json"), client.get(f"/v1/games/{game}"),
+        client.post(f"/v1/games/{game}/draw", json={"source": "stock"}),  # 401 problem
+        client.get("/v1/games/g_AAAAAAAAAAAAAAAAAAAAAA"), client.delete("/v1/games"), client.get("/nowhere"),
+        client.post("/v1/hands/analyze", data="{", content_type="application/json"),
+        client.get(f"/v1/games/{game}", headers={"If-None-Match": client.get(f"/v1/games/{game}").headers["ETag"]}),
+        client.get("/docs"), client.get("/docs/start.js"), client.get("/docs/assets/swagger-ui.css"),
+        client.get("/docs/assets/missing.js"),
+    ]
+
+
+def test_every_answer_is_nosniff_without_referrer(client):
+    seen = answers(client)
+    assert {response.status_code for response in seen} >= {200, 304, 400, 401, 404, 405}
+    for response in seen:
+        assert response.headers["X-Content-Type-Options"] == "nosniff", response.request.path
+        assert response.headers["Referrer-Policy"] == "no-referrer", response.request.path
+
+
+@pytest.mark.parametrize("path", ["/docs", "/docs/start.js", "/docs/assets/swagger-ui-bundle.js",
+                                  "/docs/assets/swagger-ui.css", "/docs/assets/favicon-32x32.png"])
+def test_the_docs_may_use_this_origin_only_and_are_never_framed(client, path):
+    response = client.get(path)
+    assert response.status_code == 200
+    policy = directives(response.headers["Content-Security-Policy"])
+    assert policy["default-src"] == ["'self'"] and policy["frame-ancestors"] == ["'none'"]
+    assert policy["object-src"] == ["'none'"] and policy["base-uri"] == ["'none'"]
+    for values in policy.values():
+        # Nothing inline, nothing evaluated, no other origin (data: only for its stylesheet's images).
+        assert not {"'unsafe-inline'", "'unsafe-eval'", "*", "http:", "https:"} & set(values), values
+    assert policy["img-src"] == ["'self'", "data:"]
+
+
+def test_data_answers_may_load_nothing(client):
+    for response in answers(client):
+        if not response.request.path.startswith("/docs"):
+            assert directives(response.headers["Content-Security-Policy"]) == {
+                "default-src": ["'none'"], "frame-ancestors": ["'none'"]}, response.request.path
