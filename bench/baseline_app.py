@@ -8,6 +8,10 @@ it under the service's own gunicorn settings and divides the service's moves/s b
 
     gunicorn -c python:service.gunicorn_conf bench.baseline_app:app   (REDIS_URL, KEY_PREFIX)
 
+It runs under the same worker model as the service (gevent workers, from those settings) and,
+like the service's store, takes its Redis connections from a blocking pool of 32, of the
+store's connection class (service/store/quick_check.py).
+
 ``POST /games`` stores a new game: the engine's encoding of a freshly dealt match, so the
 value has the size of a real one.
 """
@@ -21,6 +25,7 @@ import redis
 from flask import Flask, jsonify
 
 from service import rules
+from service.store.quick_check import with_quick_check
 
 TTL_SECONDS = 3600
 
@@ -43,7 +48,10 @@ def game_record() -> str:
 
 def create_app() -> Flask:
     app = Flask(__name__)
-    client = redis.Redis.from_url(os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"), decode_responses=True)
+    pool = redis.BlockingConnectionPool.from_url(
+        os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"), decode_responses=True, max_connections=32, timeout=1.0)
+    pool.connection_class = with_quick_check(pool.connection_class)  # as the store's
+    client = redis.Redis(connection_pool=pool)
     prefix = os.environ.get("KEY_PREFIX", "baseline:")
     cas = client.register_script(CAS_LUA)
 

@@ -1,15 +1,19 @@
 """Load: complete matches played by concurrent simulated players against gunicorn + Redis,
 and in the same run the ceiling of the stack (bench/baseline_app.py under the same settings).
 
-    python bench/load.py [--clients 16] [--workers 2] [--threads 8] [--seconds 20] [--scaling]
+    python bench/load.py [--clients 16] [--workers 2] [--seconds 20] [--scaling]
                          [--idempotency-keys] [--max-requests N] [--redis-url URL]
     python bench/load.py --profile [--moves 3000]
+    python bench/load.py --callbacks [--matches 1000] [--verify-every 1] [--clients 16] [--workers 2]
 
 Prints, for the service and for the baseline: moves/s and p50/p99 latency per endpoint; the
 ratio of the two; Redis calls and round trips per move (INFO commandstats); Redis memory per
 active match (MEMORY USAGE, for state / events / idempotency responses); with --scaling the
 service's moves/s with 1 and with 2 workers. --profile plays moves in-process (Flask test
-client on Redis) under pyinstrument and prints where the time goes.
+client on Redis) under pyinstrument and prints where the time goes. --callbacks plays
+--matches matches without webhooks, then as many with every match's callback to a receiver
+on loopback and one ``ginrummy worker`` delivering, and prints both moves/s and their ratio,
+the CPU per move of every process, the delivery latency and the loss check (bench/README.md).
 
 Each simulated player plays one match at a time, acting for every seat with one request per
 move, like a client that keeps the view each answer returns: the seat to move next either is
@@ -24,6 +28,7 @@ import argparse
 import datetime
 import http.client
 import json
+import math
 import os
 import platform
 import random
@@ -44,9 +49,12 @@ sys.path[:0] = [str(ROOT)]
 
 import redis  # noqa: E402
 
-from tests.e2e.players import Move, legal_move  # noqa: E402
+from bench import callbacks  # noqa: E402
+from tests.e2e.players import next_move  # noqa: E402
+from tests.e2e.webhook_stack import WorkerProcess  # noqa: E402
 from tests.gunicorn_server import GunicornServer  # noqa: E402
 from tests.redis_servers import RedisServer  # noqa: E402
+from tests.webhooks.support import new_secret  # noqa: E402
 
 WARMUP_SECONDS = 2.0
 READ_EVERY = 10  # one move in this many is preceded by a read of the mover's view
@@ -56,7 +64,10 @@ PLAYERS = [{"name": "Ann"}, {"name": "Bob"}]
 # starts with HMGET (an Idempotency-Key adds a GET to the same pipeline), every save or create
 # one EVALSHA; the other commands in commandstats run inside the scripts.
 ROUND_TRIP_COMMANDS = ("hmget", "evalsha", "eval", "lrange", "ping", "script|load")
-TARGETS = {"ratio": 0.70, "p99_ms": 25.0, "round_trips": 2.0, "memory_bytes": 4096, "scaling": 1.7}
+# The players create their matches without an API key, as many as they finish.
+SERVICE_SETTINGS = {"ALLOW_ANONYMOUS_CREATE": "true", "CREATE_QUOTA_PER_MINUTE": "0"}
+TARGETS = {"ratio": 0.75, "p99_ms": 25.0, "round_trips": 2.0, "memory_bytes": 4096, "scaling": 1.7,
+           "callbacks": 0.90}
 
 Transport = Callable[[str, str, object, dict], tuple[int, dict | None]]
 
@@ -111,6 +122,7 @@ class Tally:
     moves: int = 0
     creates: int = 0
     failures: int = 0
+    finished: int = 0  # matches played to their end
 
     def merge(self, other: Tally) -> None:
         for endpoint, values in other.latencies.items():
@@ -118,11 +130,13 @@ class Tally:
         self.moves += other.moves
         self.creates += other.creates
         self.failures += other.failures
+        self.finished += other.finished
 
 
 @dataclass
 class Window:
-    """The measured interval: samples that start inside it count."""
+    """The measured interval: samples that start inside it count (``end`` may be set while
+    the players run)."""
 
     start: float
     end: float
@@ -132,20 +146,32 @@ class Window:
 
 
 class ServicePlayer:
-    """Plays classic matches one after another through ``send``, one request per move."""
+    """Plays classic matches one after another through ``send``, one request per move.
 
-    def __init__(self, send: Transport, seed: int, idempotency_keys: bool):
+    Every match is created with ``callback_url`` when one is given. With ``record_answers``,
+    ``answered`` maps (game id, version) to the moment (``time.monotonic()``) the answer of
+    the creation or move that brought the game to that version arrived, and ``games``
+    lists the games created."""
+
+    def __init__(self, send: Transport, seed: int, idempotency_keys: bool, callback_url: str | None = None,
+                 record_answers: bool = False):
         self.send = send
         self.rng = random.Random(seed)
         self.idempotency_keys = idempotency_keys
+        self.callback_url = callback_url
+        self.record_answers = record_answers
+        self.answered: dict[tuple[str, int], float] = {}
+        self.games: list[str] = []
         self.tally = Tally()
         self.game_id = ""
         self.tokens: list[str] = []
         self.view: dict | None = None
+        self.answered_at = 0.0
 
     def timed(self, window: Window | None, endpoint: str, method: str, path: str, body=None, headers=None):
         started = time.perf_counter()
         status, answer = self.send(method, path, body, headers or {})
+        self.answered_at = time.monotonic()
         if window is None or window.contains(started):
             self.tally.latencies[endpoint].append((time.perf_counter() - started) * 1000)
         return status, answer, window is None or window.contains(started)
@@ -154,12 +180,18 @@ class ServicePlayer:
         return {"Authorization": f"Bearer {self.tokens[seat]}"}
 
     def new_match(self, window: Window | None) -> None:
-        status, answer, counted = self.timed(window, "create", "POST", "/v1/games", {"variant": "classic", "players": PLAYERS})
+        body = {"variant": "classic", "players": PLAYERS}
+        if self.callback_url is not None:
+            body["callback_url"] = self.callback_url
+        status, answer, counted = self.timed(window, "create", "POST", "/v1/games", body)
         if status != 201:
             raise RuntimeError(f"create answered {status}: {answer}")
         self.tally.creates += counted
         self.game_id, self.tokens = answer["game"]["id"], [p["token"] for p in answer["players"]]
         self.view = answer["game"]
+        if self.record_answers:
+            self.games.append(self.game_id)
+            self.answered[(self.game_id, self.view["version"])] = self.answered_at
 
     def resync(self, window: Window | None) -> None:
         """After an unexpected answer: read the game again (or start another)."""
@@ -173,18 +205,6 @@ class ServicePlayer:
         status, view, _ = self.timed(window, "view", "GET", f"/v1/games/{self.game_id}", headers=self.auth(seat))
         self.view = view if status == 200 else None
 
-    def next_move(self) -> tuple[int, Move]:
-        hand = self.view["hand"]
-        turn, phase = hand["turn"], hand["phase"]
-        you = self.view.get("you")
-        if you is not None and you["seat"] == turn:
-            return turn, legal_move(self.view, self.rng)
-        if phase == "upcard_offer":
-            return turn, Move("pass") if self.rng.random() < 0.5 else Move("draw", {"source": "discard"})
-        if phase == "draw":
-            return turn, Move("draw", {"source": "stock"})
-        return turn, Move("layoff")  # the discard phase always belongs to the seat that just drew
-
     def step(self, window: Window | None) -> None:
         if self.view is None:
             self.resync(window)
@@ -196,7 +216,7 @@ class ServicePlayer:
             self.read_view(window, self.view["hand"]["turn"])
             if self.view is None:
                 return
-        seat, move = self.next_move()
+        seat, move = next_move(self.view, self.rng)
         headers = self.auth(seat)
         if self.idempotency_keys:
             headers["Idempotency-Key"] = uuid.uuid4().hex
@@ -205,6 +225,10 @@ class ServicePlayer:
         if status == 200:
             self.tally.moves += counted
             self.view = view
+            if self.record_answers:
+                self.answered[(self.game_id, view["version"])] = self.answered_at
+            if view["status"] == "finished":
+                self.tally.finished += counted
         else:
             self.tally.failures += counted
             self.view = None
@@ -304,6 +328,18 @@ class Result:
         return sorted((value / total for value in used.values()), reverse=True)
 
 
+def joined(threads: list[threading.Thread], errors: list[BaseException], players: list) -> "Tally":
+    """The players' threads ended: their first error raised, else their figures summed."""
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
+    tally = Tally()
+    for player in players:
+        tally.merge(player.tally)
+    return tally
+
+
 def drive(players: list, seconds: float, redis_client: redis.Redis, server: GunicornServer) -> tuple[Tally, Sample, Sample]:
     """Run every player in its own thread: warm-up, then ``seconds`` measured."""
     now = time.perf_counter()
@@ -324,13 +360,7 @@ def drive(players: list, seconds: float, redis_client: redis.Redis, server: Guni
     before = sample(redis_client, server)
     time.sleep(max(0.0, window.end - time.perf_counter()))
     after = sample(redis_client, server)
-    for thread in threads:
-        thread.join()
-    if errors:
-        raise errors[0]
-    tally = Tally()
-    for player in players:
-        tally.merge(player.tally)
+    tally = joined(threads, errors, players)
     return tally, before, after
 
 
@@ -347,8 +377,8 @@ def redis_for_bench(url: str | None, directory: Path) -> Iterator[str]:
 
 
 @contextmanager
-def gunicorn(directory: Path, environment: dict, workers: int, threads: int, app: str, ready_path: str):
-    server = GunicornServer(directory, environment, workers=workers, threads=threads, app=app, ready_path=ready_path)
+def gunicorn(directory: Path, environment: dict, workers: int, app: str, ready_path: str):
+    server = GunicornServer(directory, environment, workers=workers, app=app, ready_path=ready_path)
     try:
         yield server.start()
     finally:
@@ -366,8 +396,9 @@ def gunicorn_overrides(options) -> dict[str, str]:
 
 
 def run_service(options, redis_url: str, prefix: str, workers: int, directory: Path) -> Result:
-    environment = {"REDIS_URL": redis_url, "KEY_PREFIX": prefix, "LOG_LEVEL": "WARNING", **gunicorn_overrides(options)}
-    with gunicorn(directory, environment, workers, options.threads, "service.wsgi:app", "/readyz") as server, \
+    environment = {"REDIS_URL": redis_url, "KEY_PREFIX": prefix, "LOG_LEVEL": "WARNING", **SERVICE_SETTINGS,
+                   **gunicorn_overrides(options)}
+    with gunicorn(directory, environment, workers, "service.wsgi:app", "/readyz") as server, \
             redis.Redis.from_url(redis_url) as client:
         players = [ServicePlayer(HttpTransport(server.port), seed, options.idempotency_keys)
                    for seed in range(options.clients)]
@@ -381,13 +412,203 @@ def run_service(options, redis_url: str, prefix: str, workers: int, directory: P
 
 def run_baseline(options, redis_url: str, prefix: str, directory: Path) -> Result:
     environment = {"REDIS_URL": redis_url, "KEY_PREFIX": prefix, **gunicorn_overrides(options)}
-    with gunicorn(directory, environment, options.workers, options.threads, BASELINE_APP, "/healthz") as server, \
+    with gunicorn(directory, environment, options.workers, BASELINE_APP, "/healthz") as server, \
             redis.Redis.from_url(redis_url) as client:
         players = [BaselinePlayer(HttpTransport(server.port)) for _ in range(options.clients)]
         tally, before, after = drive(players, options.seconds, client, server)
         for player in players:
             player.send.close()
     return Result(f"baseline, {options.workers} worker(s)", options.seconds, tally, before, after)
+
+
+@dataclass
+class MatchRun:
+    """A run played until a number of matches were finished, with the CPU of every process
+    involved (gunicorn, Redis, the load generator, and with callbacks the worker and the
+    receiver) over the measured window."""
+
+    result: Result
+    cpu: dict[str, float]  # process -> CPU seconds over the window
+    load: tuple[str, str]  # load average at the start and at the end of the window
+    answered: dict[tuple[str, int], float] = field(default_factory=dict)
+    games: list[str] = field(default_factory=list)
+    worker: WorkerProcess | None = None
+
+
+def drive_matches(players: list[ServicePlayer], matches: int, redis_client: redis.Redis, server: GunicornServer,
+                  cpu: Callable[[], dict[str, float]]) -> tuple[Tally, Sample, Sample, Window, dict[str, float]]:
+    """Run every player in its own thread: warm-up, then until ``matches`` matches started
+    or continued after the warm-up have been finished. Returns the tally, the samples and
+    the window, and the CPU seconds of ``cpu()`` over the window."""
+    window = Window(time.perf_counter() + WARMUP_SECONDS, math.inf)
+    finished, lock, done = [0], threading.Lock(), threading.Event()
+    errors: list[BaseException] = []
+
+    def loop(player: ServicePlayer) -> None:
+        try:
+            while not done.is_set():
+                before = player.tally.finished
+                player.step(window)
+                if player.tally.finished > before:
+                    with lock:
+                        finished[0] += 1
+                        if finished[0] == matches:
+                            window.end = time.perf_counter()
+                            done.set()
+        except BaseException as error:  # reported after the run
+            errors.append(error)
+            done.set()
+
+    threads = [threading.Thread(target=loop, args=(player,)) for player in players]
+    for thread in threads:
+        thread.start()
+    done.wait(max(0.0, window.start - time.perf_counter()))
+    before, cpu_before = sample(redis_client, server), cpu()
+    done.wait()
+    after, cpu_after = sample(redis_client, server), cpu()
+    tally = joined(threads, errors, players)
+    return tally, before, after, window, {name: cpu_after[name] - cpu_before[name] for name in cpu_before}
+
+
+def play_matches(options, redis_url: str, prefix: str, directory: Path, settings: dict[str, str],
+                 receiver: callbacks.ReceiverProcess | None) -> tuple[MatchRun, GunicornServer]:
+    """One run of ``--matches`` matches; with ``receiver``, every match has a callback to it
+    and a ``ginrummy worker`` delivers. Returns with the service still running (the caller
+    stops it) so that the webhook queues can be drained first."""
+    environment = {"REDIS_URL": redis_url, "KEY_PREFIX": prefix, "LOG_LEVEL": "WARNING", **SERVICE_SETTINGS,
+                   **settings, **gunicorn_overrides(options)}
+    server = GunicornServer(directory, environment, workers=options.workers, ready_path="/readyz").start()
+    client = redis.Redis.from_url(redis_url)
+    processes: dict[str, Callable[[], float]] = {"redis": lambda: callbacks.redis_cpu_seconds(client)}
+    worker = None
+    try:
+        if receiver is not None:
+            worker = WorkerProcess({"REDIS_URL": redis_url, "KEY_PREFIX": prefix, "LOG_LEVEL": "WARNING",
+                                    "WEBHOOK_SECRET": settings["WEBHOOK_SECRET"], "WEBHOOK_ALLOW_PRIVATE": "true"},
+                                   directory / "worker.log", arguments=()).start()
+            processes["worker"] = lambda: cpu_seconds(worker.process.pid)
+            processes["receiver"] = receiver.cpu_seconds
+        callback_url = None if receiver is None else receiver.url()
+        players = [ServicePlayer(HttpTransport(server.port), seed, options.idempotency_keys, callback_url, True)
+                   for seed in range(options.clients)]
+        for player in players:
+            player.new_match(None)
+        load_before = callbacks.load_average()
+        tally, before, after, window, cpu = drive_matches(
+            players, options.matches, client, server, lambda: {name: read() for name, read in processes.items()})
+        load_after = callbacks.load_average()
+        for player in players:
+            player.send.close()
+    except BaseException:
+        if worker is not None:
+            worker.stop()
+        server.stop()
+        raise
+    finally:
+        client.close()
+    name = "with callbacks" if receiver is not None else "without callbacks"
+    run = MatchRun(Result(f"service {name}, {options.workers} worker(s)", window.end - window.start, tally, before,
+                          after), cpu, (load_before, load_after), worker=worker)
+    for player in players:
+        run.answered.update(player.answered)
+        run.games += player.games
+    return run, server
+
+
+def cpu_used(run: MatchRun) -> dict[str, float]:
+    """CPU seconds over the window per process: gunicorn, Redis, [worker, receiver,] load generator."""
+    return {"gunicorn": run.result.after.server_cpu - run.result.before.server_cpu, **run.cpu,
+            "load generator": run.result.after.generator_cpu - run.result.before.generator_cpu}
+
+
+def print_cpu(run: MatchRun) -> None:
+    seconds, moves = run.result.seconds, max(run.result.tally.moves, 1)
+    cpu = cpu_used(run)
+    print("  CPU over the window, cores busy (ms per move): " + ", ".join(
+        f"{name} {used / seconds:.2f} ({used * 1000 / moves:.3f})" for name, used in cpu.items())
+        + f"; all {sum(cpu.values()) / seconds:.2f} cores")
+    print(f"  load average (1, 5, 15 min) at the window's start: {run.load[0]}; at its end: {run.load[1]}")
+
+
+def run_callbacks(options) -> None:
+    """Without callbacks, then with: each run until ``--matches`` matches are finished."""
+    print(f"{datetime.datetime.now().isoformat(timespec='seconds')}  {machine()}")
+    print(f"{options.clients} clients, {options.workers} gevent worker(s); each run measures from {WARMUP_SECONDS:.0f} s "
+          f"of warm-up until {options.matches} matches are finished; load generator, receiver and worker on the "
+          f"same machine; load average now {callbacks.load_average()}")
+    with tempfile.TemporaryDirectory() as directory, redis_for_bench(options.redis_url, Path(directory)) as url:
+        prefix = f"bench:{uuid.uuid4().hex}:"
+        secret = new_secret()
+        receiver = callbacks.ReceiverProcess(secret, options.verify_every)
+        settings = {"WEBHOOK_SECRET": secret, "WEBHOOK_ALLOWED_HOSTS": f"http://127.0.0.1:{receiver.port}"}
+        try:
+            plain, server = play_matches(options, url, f"{prefix}plain:", Path(directory) / "plain", settings, None)
+            server.stop()
+            print_result(plain.result)
+            print_cpu(plain)
+            hooked, server = play_matches(options, url, f"{prefix}hooked:", Path(directory) / "hooked", settings,
+                                          receiver)
+            try:
+                with redis.Redis.from_url(url) as client:
+                    at_stop = callbacks.queues(client, f"{prefix}hooked:")
+                    received_at_stop = receiver.count()
+                    drained, waited = callbacks.wait_until_drained(client, f"{prefix}hooked:")
+                records = receiver.records()
+            finally:
+                hooked.worker.stop()
+                server.stop()
+            print_result(hooked.result)
+            print("  (the Redis counters of this run include the worker's commands: XREADGROUP, one script per "
+                  "delivery, sent in batches)")
+            print_cpu(hooked)
+            print_callbacks(options, plain, hooked, records, url, f"{prefix}hooked:", at_stop, received_at_stop,
+                            drained, waited)
+        finally:
+            receiver.stop()
+            if options.redis_url:
+                with redis.Redis.from_url(url) as client:
+                    for key in client.scan_iter(match=f"{prefix}*", count=1000):
+                        client.delete(key)
+
+
+def print_callbacks(options, plain: MatchRun, hooked: MatchRun, records: list[tuple], url: str, prefix: str,
+                    at_stop: callbacks.Queues, received_at_stop: int, drained: callbacks.Queues, waited: float) -> None:
+    ratio = hooked.result.moves_per_second / plain.result.moves_per_second
+    print(f"\nmoves/s with / without callbacks: {hooked.result.moves_per_second:,.0f} / "
+          f"{plain.result.moves_per_second:,.0f} = {ratio:.1%} (target >= {TARGETS['callbacks']:.0%}: "
+          f"{'met' if ratio >= TARGETS['callbacks'] else 'not met'})")
+    # Throughput follows the other load on a shared machine; CPU per move hardly does. When
+    # the bench is CPU-bound, moves/s goes as the inverse of the CPU a move costs.
+    per_move = [{name: used * 1000 / max(run.result.tally.moves, 1) for name, used in cpu_used(run).items()}
+                for run in (plain, hooked)]
+    server_side = [sum(v for name, v in costs.items() if name in ("gunicorn", "redis", "worker")) for costs in per_move]
+    alone = [costs["gunicorn"] + costs["redis"] for costs in per_move]
+    print(f"CPU per move: every process {sum(per_move[0].values()):.3f} -> {sum(per_move[1].values()):.3f} ms "
+          f"(equal CPU would give {sum(per_move[0].values()) / sum(per_move[1].values()):.1%}); gunicorn + Redis + "
+          f"worker {server_side[0]:.3f} -> {server_side[1]:.3f} ms ({server_side[0] / server_side[1]:.1%}); "
+          f"gunicorn + Redis {alone[0]:.3f} -> {alone[1]:.3f} ms ({alone[0] / alone[1]:.1%})")
+    print(f"when the players stopped: {received_at_stop:,} requests received, {at_stop.backlog:,} deliveries still "
+          f"queued (outbox {at_stop.outbox:,}, retry {at_stop.retry:,}); drained in {waited:.1f} s, "
+          f"{'nothing left' if drained.backlog == 0 else f'{drained.backlog:,} LEFT (gave up)'}; "
+          f"dead letters {drained.dead:,}")
+    accounting = callbacks.account(records, url, prefix, hooked.games, {0, 1})
+    latency = callbacks.latencies(accounting, hooked.answered)
+    values = latency.values_ms
+    print(f"delivery latency, answer of the move -> receiver (first arrival of each webhook-id, {len(values):,}): "
+          f"p50 {percentile(values, 0.50):.1f} ms, p99 {percentile(values, 0.99):.1f} ms, "
+          f"max {max(values, default=float('nan')):.1f} ms; {sum(1 for value in values if value < 0):,} arrived "
+          f"before the player had read the answer (min {min(values, default=float('nan')):.1f} ms); "
+          f"{latency.unmatched} not matched to an answered move")
+    checked = "every request" if options.verify_every == 1 else f"one request in {options.verify_every}"
+    print(f"loss check over {accounting.games:,} games: expected {accounting.expected:,}, delivered "
+          f"{accounting.delivered:,}, missing {len(accounting.missing):,}, unexpected {len(accounting.unexpected):,}; "
+          f"{accounting.requests:,} requests, {accounting.duplicates:,} duplicates before de-duplication; signatures "
+          f"({checked} checked): {accounting.verified:,} verified, {accounting.failed_verification:,} failed")
+    for label, webhook_ids in (("missing", accounting.missing), ("unexpected", accounting.unexpected)):
+        if webhook_ids:
+            print(f"  {label}, first ones: {', '.join(webhook_ids[:5])}")
+    lost = accounting.missing or accounting.unexpected or accounting.failed_verification or drained.backlog
+    print(f"nothing lost: {'yes' if not lost else 'NO'}")
 
 
 @dataclass
@@ -472,7 +693,7 @@ def profile(options) -> None:
 
     with tempfile.TemporaryDirectory() as directory, redis_for_bench(options.redis_url, Path(directory)) as url:
         prefix = f"bench:{uuid.uuid4().hex}:"
-        app = create_app({"REDIS_URL": url, "KEY_PREFIX": prefix, "LOG_LEVEL": "WARNING"})
+        app = create_app({"REDIS_URL": url, "KEY_PREFIX": prefix, "LOG_LEVEL": "WARNING", **SERVICE_SETTINGS})
         player = ServicePlayer(FlaskTransport(app), 0, options.idempotency_keys)
         player.new_match(None)
         for _ in range(200):  # warm-up
@@ -496,7 +717,6 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--threads", type=int, default=8, help="gunicorn threads per worker")
     parser.add_argument("--seconds", type=float, default=20)
     parser.add_argument("--scaling", action="store_true", help="also run the service with 1 worker")
     parser.add_argument("--idempotency-keys", action="store_true", help="send an Idempotency-Key with every move")
@@ -505,13 +725,21 @@ def main() -> None:
     parser.add_argument("--redis-url", help="use this Redis instead of a private redis-server")
     parser.add_argument("--profile", action="store_true", help="profile the move path in-process instead")
     parser.add_argument("--moves", type=int, default=3000, help="moves to profile")
+    parser.add_argument("--callbacks", action="store_true",
+                        help="compare the service without and with webhooks to a receiver on loopback")
+    parser.add_argument("--matches", type=int, default=1000, help="matches to finish in each --callbacks run")
+    parser.add_argument("--verify-every", type=int, default=1,
+                        help="with --callbacks: the receiver verifies one signature in this many (1: all)")
     options = parser.parse_args()
     if options.profile:
         profile(options)
         return
+    if options.callbacks:
+        run_callbacks(options)
+        return
 
     print(f"{datetime.datetime.now().isoformat(timespec='seconds')}  {machine()}")
-    print(f"{options.clients} clients, {options.workers} worker(s) x {options.threads} threads, "
+    print(f"{options.clients} clients, {options.workers} gevent worker(s), "
           f"{options.seconds:.0f} s measured after {WARMUP_SECONDS:.0f} s of warm-up, load generator on the same machine")
     with tempfile.TemporaryDirectory() as directory, redis_for_bench(options.redis_url, Path(directory)) as url:
         prefix = f"bench:{uuid.uuid4().hex}:"

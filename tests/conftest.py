@@ -1,10 +1,13 @@
-"""Fixtures shared by every test package: the shared Redis and a private key prefix."""
+"""Fixtures shared by every test package: the shared Redis, a private key prefix, and the
+``exclusive`` marker."""
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import redis
@@ -65,3 +68,35 @@ def redis_cluster_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]
     cluster = RedisClusterServers(tmp_path_factory.mktemp("redis-cluster")).start()
     yield cluster.url
     cluster.stop()
+
+
+@pytest.fixture(autouse=True)
+def _exclusive_when_marked(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Under pytest-xdist, a test marked ``exclusive`` runs while no other test of the session
+    does: its timings must not share the CPUs with another worker's heavy test.
+
+    A writer-preference lock across the workers with ``fcntl.flock`` on two files of the
+    session's temporary directory. Every test takes the turnstile (exclusive), then the main
+    lock shared, and lets the turnstile go; an exclusive test takes the turnstile, then the
+    main lock exclusive, and holds both to its end. A waiting exclusive test thus holds the
+    turnstile: no new test starts, and the ones running finish and release the main lock."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker is None:
+        yield  # one process: nothing runs beside this test anyway
+        return
+    exclusive = request.node.get_closest_marker("exclusive") is not None
+    # Each worker's base directory is <session directory>/<worker id>.
+    session = Path(tmp_path_factory.getbasetemp()).parent
+    with (session / "exclusive.turnstile").open("a") as turnstile, (session / "exclusive.lock").open("a") as main:
+        fcntl.flock(turnstile, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(main, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        finally:
+            if not exclusive:
+                fcntl.flock(turnstile, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(main, fcntl.LOCK_UN)
+            if exclusive:
+                fcntl.flock(turnstile, fcntl.LOCK_UN)

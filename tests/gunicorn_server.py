@@ -23,6 +23,10 @@ REPO = Path(__file__).resolve().parents[1]
 SERVICE_APP = "service.wsgi:app"
 SERVICE_CONFIG = "python:service.gunicorn_conf"
 STARTUP_TIMEOUT = 30.0
+# The API key a test server accepts unless its environment names others (creating games needs one).
+TEST_API_KEY = "e2e-test-api-key"
+# Fixed, so that a seed deals the same cards in every run.
+TEST_SERVER_SECRET = "e2e-test-server-secret-0123456789abcdef"
 # Short, so that stopping a test server never waits long for a request still in flight.
 GRACEFUL_TIMEOUT_SECONDS = 5
 
@@ -45,7 +49,6 @@ class GunicornServer:
     directory: Path
     environment: dict[str, str] = field(default_factory=dict)
     workers: int = 2
-    threads: int = 8
     app: str = SERVICE_APP
     ready_path: str = "/healthz"
     port: int = field(default_factory=free_port)
@@ -69,9 +72,10 @@ class GunicornServer:
             "HOST": "127.0.0.1",
             "PORT": str(self.port),
             "WEB_CONCURRENCY": str(self.workers),
-            "GUNICORN_THREADS": str(self.threads),
             "GUNICORN_GRACEFUL_TIMEOUT": str(GRACEFUL_TIMEOUT_SECONDS),
             "PROMETHEUS_MULTIPROC_DIR": str(self.directory / "metrics"),
+            "API_KEYS": TEST_API_KEY,
+            "SERVER_SECRET": TEST_SERVER_SECRET,
             **self.environment,
         }
         with self.log.open("ab") as output:

@@ -1,7 +1,9 @@
 """What the deployment tests read: the Dockerfile's instructions, tools, gunicorn's settings."""
 from __future__ import annotations
 
+import base64
 import json
+import secrets as random_source
 import os
 import re
 import shutil
@@ -169,3 +171,18 @@ def _pattern_regex(pattern: str) -> re.Pattern[str]:
             regex += re.escape(pattern[index])
             index += 1
     return re.compile(regex)
+
+
+PLACEHOLDER = re.compile(r"REPLACE-ME[A-Za-z0-9-]*")
+
+
+def real_secrets(environment: dict[str, str]) -> dict[str, str]:
+    """``environment`` with each shipped placeholder replaced as an operator would: a webhook
+    secret in its ``whsec_`` form, anything else (a password inside a URL included) by random
+    letters and digits."""
+    def replaced(name: str, value: str) -> str:
+        if name == "WEBHOOK_SECRET" and PLACEHOLDER.search(value):
+            return "whsec_" + base64.b64encode(random_source.token_bytes(32)).decode()
+        return PLACEHOLDER.sub(lambda _: random_source.token_hex(24), value)
+
+    return {name: replaced(name, value) for name, value in environment.items()}

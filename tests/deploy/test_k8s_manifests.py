@@ -9,8 +9,8 @@ from urllib.parse import urlsplit
 import kubernetes_validate
 import pytest
 
-from service.config import Config
-from tests.deploy.support import gunicorn_settings, shipped
+from service.config import Config, ConfigError
+from tests.deploy.support import gunicorn_settings, real_secrets, shipped
 
 NAMESPACE = "ginrummy"
 # The oldest Kubernetes the manifests are for; they are also checked against the newest
@@ -18,11 +18,15 @@ NAMESPACE = "ginrummy"
 OLDEST_KUBERNETES = "1.32.0"
 CONFIG_KEYS = {
     "KEY_PREFIX", "GAME_TTL_SECONDS", "IDEMPOTENCY_TTL_SECONDS", "LOG_LEVEL", "MAX_CONTENT_LENGTH",
-    "RATE_LIMIT_PER_MINUTE", "WEBHOOK_ALLOWED_HOSTS", "WEB_CONCURRENCY", "GUNICORN_THREADS",
+    "RATE_LIMIT_PER_MINUTE", "WEBHOOK_ALLOWED_HOSTS", "WEB_CONCURRENCY", "GUNICORN_WORKER_CONNECTIONS",
+    "LONG_POLL_MAX_WAITERS", "TRUSTED_PROXY_HOPS",
+    "UNSTARTED_GAME_TTL_SECONDS", "GAME_TOMBSTONE_SECONDS", "CREATE_QUOTA_PER_MINUTE", "MAX_EVENTS_PER_GAME",
 }
-SECRET_ENV = ("REDIS_URL", "API_KEYS")
+SECRET_ENV = ("REDIS_URL", "API_KEYS", "SERVER_SECRET", "METRICS_TOKEN")
 PLACEHOLDER_MARK = "REPLACE-ME"
-WORKLOADS = [("Deployment", "ginrummy"), ("StatefulSet", "ginrummy-redis")]
+API = "ginrummy"
+WORKER = "ginrummy-worker"
+WORKLOADS = [("Deployment", API), ("Deployment", WORKER), ("StatefulSet", "ginrummy-redis")]
 
 
 def only(manifests: list[dict], kind: str, name: str | None = None) -> dict:
@@ -36,7 +40,7 @@ def only(manifests: list[dict], kind: str, name: str | None = None) -> dict:
 
 
 def api_container(manifests: list[dict]) -> dict:
-    return only(manifests, "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    return only(manifests, "Deployment", API)["spec"]["template"]["spec"]["containers"][0]
 
 
 def secret_values(secret: dict) -> dict[str, str]:
@@ -51,7 +55,7 @@ def selects(selector: dict, labels: dict) -> bool:
 def test_builds_every_resource_of_the_install(manifests) -> None:
     kinds = sorted(resource["kind"] for resource in manifests)
     assert kinds == sorted([
-        "Namespace", "ConfigMap", "Secret", "Deployment", "Service", "HorizontalPodAutoscaler",
+        "Namespace", "ConfigMap", "Secret", "Deployment", "Deployment", "Service", "HorizontalPodAutoscaler",
         "PodDisruptionBudget", "StatefulSet", "Service", "NetworkPolicy",
     ])
 
@@ -69,7 +73,7 @@ def test_every_resource_validates_against_the_kubernetes_schema(manifests, versi
 
 def test_strict_validation_refuses_a_misspelt_field(manifests) -> None:
     """Guards the test above: an unknown field is an error, not silently accepted."""
-    deployment = copy.deepcopy(only(manifests, "Deployment"))
+    deployment = copy.deepcopy(only(manifests, "Deployment", API))
     context = deployment["spec"]["template"]["spec"]["containers"][0]["securityContext"]
     context["readOnlyRootFilesytem"] = context.pop("readOnlyRootFilesystem")
     with pytest.raises(kubernetes_validate.ValidationError):
@@ -89,7 +93,7 @@ def test_namespace_enforces_the_restricted_pod_security_standard(manifests) -> N
 
 
 def test_api_runs_at_least_two_replicas(manifests) -> None:
-    assert only(manifests, "Deployment")["spec"]["replicas"] >= 2
+    assert only(manifests, "Deployment", API)["spec"]["replicas"] >= 2
     assert only(manifests, "HorizontalPodAutoscaler")["spec"]["minReplicas"] >= 2
 
 
@@ -128,12 +132,12 @@ def test_workload_requests_and_limits_cpu_and_memory(manifests, kind: str, name:
 
 def test_api_runs_as_the_image_user(manifests) -> None:
     uid, _, gid = shipped("USER")[-1].partition(":")
-    context = only(manifests, "Deployment")["spec"]["template"]["spec"]["securityContext"]
+    context = only(manifests, "Deployment", API)["spec"]["template"]["spec"]["securityContext"]
     assert (context["runAsUser"], context["runAsGroup"]) == (int(uid), int(gid))
 
 
 def test_tmp_is_the_only_writable_place_of_the_api(manifests) -> None:
-    pod = only(manifests, "Deployment")["spec"]["template"]["spec"]
+    pod = only(manifests, "Deployment", API)["spec"]["template"]["spec"]
     mounts = {mount["mountPath"]: mount["name"] for mount in pod["containers"][0]["volumeMounts"]}
     assert list(mounts) == ["/tmp"]
     volume = next(volume for volume in pod["volumes"] if volume["name"] == mounts["/tmp"])
@@ -156,16 +160,27 @@ def config_environment(manifests: list[dict]) -> dict[str, str]:
 def test_config_map_carries_every_setting_and_the_service_accepts_them(manifests) -> None:
     environment = config_environment(manifests)
     assert CONFIG_KEYS <= set(environment)
+    with pytest.raises(ConfigError, match="placeholder"):
+        Config.from_env(environment)  # a deployment that kept the shipped secrets fails loudly
+    environment = real_secrets(environment)
     Config.from_env(environment)  # raises ConfigError naming a value it cannot use
     settings = gunicorn_settings(environment)
     assert settings["workers"] == environment["WEB_CONCURRENCY"]
-    assert settings["threads"] == environment["GUNICORN_THREADS"]
+    assert settings["worker_connections"] == environment["GUNICORN_WORKER_CONNECTIONS"]
+    assert f"LONG_POLL_MAX_WAITERS={environment['LONG_POLL_MAX_WAITERS']}" in settings["raw_env"]
+
+
+def test_one_worker_per_cpu_of_the_limit(manifests) -> None:
+    environment = config_environment(manifests)
+    limit = api_container(manifests)["resources"]["limits"]["cpu"]
+    cpus = int(limit[:-1]) / 1000 if limit.endswith("m") else float(limit)
+    assert int(environment["WEB_CONCURRENCY"]) == max(1, round(cpus))
 
 
 def test_shutdown_fits_in_the_termination_grace_period(manifests) -> None:
-    environment = config_environment(manifests)
+    environment = real_secrets(config_environment(manifests))
     graceful_timeout = int(gunicorn_settings(environment)["graceful_timeout"])
-    pod = only(manifests, "Deployment")["spec"]["template"]["spec"]
+    pod = only(manifests, "Deployment", API)["spec"]["template"]["spec"]
     pre_stop = pod["containers"][0]["lifecycle"]["preStop"]["exec"]["command"]
     assert pre_stop[0] == "sleep"
     drain_seconds = int(pre_stop[1])
@@ -211,7 +226,7 @@ def test_redis_url_reaches_the_bundled_redis_with_its_password(manifests) -> Non
 
 def test_api_service_routes_to_the_api_pods(manifests) -> None:
     service = only(manifests, "Service", "ginrummy")
-    pod_labels = only(manifests, "Deployment")["spec"]["template"]["metadata"]["labels"]
+    pod_labels = only(manifests, "Deployment", API)["spec"]["template"]["metadata"]["labels"]
     assert selects(service["spec"]["selector"], pod_labels)
     port_names = {port["name"] for port in api_container(manifests)["ports"]}
     assert {port["targetPort"] for port in service["spec"]["ports"]} <= port_names
@@ -221,7 +236,7 @@ def test_autoscaler_scales_the_deployment_on_cpu(manifests) -> None:
     autoscaler = only(manifests, "HorizontalPodAutoscaler")
     assert autoscaler["apiVersion"] == "autoscaling/v2"
     target = autoscaler["spec"]["scaleTargetRef"]
-    deployment = only(manifests, "Deployment")
+    deployment = only(manifests, "Deployment", API)
     assert (target["kind"], target["name"]) == (deployment["kind"], deployment["metadata"]["name"])
     assert autoscaler["spec"]["maxReplicas"] > autoscaler["spec"]["minReplicas"]
     assert [metric["resource"]["name"] for metric in autoscaler["spec"]["metrics"]] == ["cpu"]
@@ -230,7 +245,7 @@ def test_autoscaler_scales_the_deployment_on_cpu(manifests) -> None:
 def test_disruption_budget_keeps_api_pods_up_during_drains(manifests) -> None:
     budget = only(manifests, "PodDisruptionBudget")
     assert budget["apiVersion"] == "policy/v1"
-    pod_labels = only(manifests, "Deployment")["spec"]["template"]["metadata"]["labels"]
+    pod_labels = only(manifests, "Deployment", API)["spec"]["template"]["metadata"]["labels"]
     assert selects(budget["spec"]["selector"]["matchLabels"], pod_labels)
     assert budget["spec"].get("maxUnavailable") == 1
 
@@ -248,12 +263,13 @@ def test_redis_is_a_pinned_redis_7_with_a_volume_and_probes(manifests) -> None:
     assert {"readinessProbe", "livenessProbe"} <= set(container)
 
 
-def test_only_api_pods_may_reach_redis(manifests) -> None:
+def test_only_the_services_pods_may_reach_redis(manifests) -> None:
     policy = only(manifests, "NetworkPolicy")
     redis_labels = only(manifests, "StatefulSet")["spec"]["template"]["metadata"]["labels"]
-    api_labels = only(manifests, "Deployment")["spec"]["template"]["metadata"]["labels"]
     assert selects(policy["spec"]["podSelector"]["matchLabels"], redis_labels)
     [rule] = policy["spec"]["ingress"]
-    [peer] = rule["from"]
-    assert selects(peer["podSelector"]["matchLabels"], api_labels)
-    assert not selects(peer["podSelector"]["matchLabels"], redis_labels)
+    peers = [peer["podSelector"]["matchLabels"] for peer in rule["from"]]
+    for name in (API, WORKER):
+        labels = only(manifests, "Deployment", name)["spec"]["template"]["metadata"]["labels"]
+        assert any(selects(peer, labels) for peer in peers), name
+    assert not any(selects(peer, redis_labels) for peer in peers)

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 import requests
 
+from tests.gunicorn_server import TEST_API_KEY
+
 # Event types that are a player's action: each one raises the game's version by one.
 ACTION_EVENTS = ("draw", "pass", "discard", "knock", "layoff", "advice")
 REQUEST_TIMEOUT = 10.0
@@ -65,6 +67,22 @@ def legal_move(view: dict, rng: random.Random, knock_when_possible: bool = True)
     return Move("draw", {"source": source})
 
 
+def next_move(view: dict, rng: random.Random) -> tuple[int, Move]:
+    """(seat, move) for the seat to move of ``view``'s match: the viewer's legal move when it is
+    theirs, else a move that needs no cards (the discard phase always belongs to the seat that
+    just drew, so a client acting for both seats has that view at hand)."""
+    hand = view["hand"]
+    turn, phase = hand["turn"], hand["phase"]
+    you = view.get("you")
+    if you is not None and you["seat"] == turn:
+        return turn, legal_move(view, rng)
+    if phase == "upcard_offer":
+        return turn, Move("pass") if rng.random() < 0.5 else Move("draw", {"source": "discard"})
+    if phase == "draw":
+        return turn, Move("draw", {"source": "stock"})
+    return turn, Move("layoff")
+
+
 def bearer(token: str | None) -> dict[str, str]:
     return {} if token is None else {"Authorization": f"Bearer {token}"}
 
@@ -94,7 +112,7 @@ class ApiClient:
 
     def create_response(self, variant: str, names: list[str], **extra) -> requests.Response:
         body = {"variant": variant, "players": [{"name": name} for name in names], **extra}
-        return self.request("POST", "/v1/games", json=body)
+        return self.request("POST", "/v1/games", json=body, headers={"X-API-Key": TEST_API_KEY})
 
     def view(self, game_id: str, token: str | None = None, **kwargs) -> requests.Response:
         return self.request("GET", f"/v1/games/{game_id}", token, **kwargs)

@@ -4,10 +4,14 @@ Generated requests would otherwise always name games that do not exist and carry
 tokens, so they would only ever meet 404 and 401. These hooks:
 
 - send half of the generated game ids to real games (created by the test up front, listed
-  in the JSON file named by FUZZ_SEEDED_GAMES as ``{game_id: {"tokens": [...], "turn": seat}}``);
+  in the JSON file named by FUZZ_SEEDED_GAMES as ``{game_id: {"tokens": [...], "turn": seat,
+  "phase": phase, "hands": [[card, ...] per seat]}}``);
 - remember the tokens of every game a generated ``createGame`` made (the stateful phase
   follows the OpenAPI links from that answer to the game's other operations), and the seat
   to move of every game from the views that come back;
+- put the test server's API key (tests/gunicorn_server.py) on the operations the document
+  secures with ``apiKey``, and on ``createGame``: the document is the quick start's, where
+  anyone may create, but the test server keeps games in Redis, where creating needs a key;
 - put a real player token on each request for a known game that carries a token: usually
   the seat to move, sometimes another seat, so that the rules engine is reached;
 - make most generated discards and knocks name a card of the acting player's hand (as last
@@ -26,8 +30,12 @@ from pathlib import Path
 import schemathesis
 from hypothesis import strategies as st
 
+from tests.gunicorn_server import TEST_API_KEY
+
 SEEDED_GAMES_ENV = "FUZZ_SEEDED_GAMES"
 CREATE_PATH = "/v1/games"
+CREATE_OPERATION = "createGame"
+API_KEY_HEADER = "X-API-Key"
 # Operations that need a player token (their only security is playerToken).
 PLAYER_ONLY = ("draw", "pass", "discard", "knock", "layoff", "advise", "getHint")
 # One request in this many acts or reads as a seat that is not to move; one discard or knock
@@ -47,18 +55,31 @@ class Games:
         self._lock = threading.Lock()
         self._tokens = {game_id: game["tokens"] for game_id, game in seeded.items()}
         self._turns = {game_id: game["turn"] for game_id, game in seeded.items()}
-        self._hands: dict[tuple[str, int], list[str]] = {}
+        self._phases = {game_id: game.get("phase") for game_id, game in seeded.items()}
+        self._hands: dict[tuple[str, int], list[str]] = {
+            (game_id, seat): cards for game_id, game in seeded.items()
+            for seat, cards in enumerate(game.get("hands", []))}
         self.seeded_ids = sorted(seeded)
 
     def add(self, game_id: str, tokens: list[str]) -> None:
         with self._lock:
             self._tokens[game_id] = tokens
 
+    def replace_token(self, game_id: str, seat: int, token: str) -> None:
+        """A seat's token was re-issued: the old one no longer works."""
+        with self._lock:
+            tokens = self._tokens.get(game_id)
+            if tokens is not None and 0 <= seat < len(tokens):
+                self._tokens[game_id] = [token if n == seat else old for n, old in enumerate(tokens)]
+
     def note_view(self, view: dict) -> None:
         """Remember the seat to move and, for a player's view, that player's cards."""
         with self._lock:
             if isinstance(view.get("hand"), dict):
                 self._turns[view["id"]] = view["hand"]["turn"]
+                self._phases[view["id"]] = view["hand"]["phase"]
+            else:
+                self._phases[view["id"]] = None
             you = view.get("you")
             if isinstance(you, dict):
                 self._hands[(view["id"], you["seat"])] = list(you["hand"])
@@ -73,6 +94,11 @@ class Games:
         seat = turn if pick % OTHER_SEAT_EVERY else pick // OTHER_SEAT_EVERY % len(tokens)
         return seat, tokens[seat]
 
+    def in_phase(self, phase: str) -> list[str]:
+        """The seeded games last seen in ``phase`` (the phase may have moved on since)."""
+        with self._lock:
+            return [game_id for game_id in self.seeded_ids if self._phases.get(game_id) == phase]
+
     def hand_of(self, game_id: str, seat: int) -> list[str]:
         with self._lock:
             return self._hands.get((game_id, seat), [])
@@ -86,23 +112,44 @@ def _seeded() -> dict[str, dict]:
 GAMES = Games(_seeded())
 
 
+# Abort (with the API key) and resign (with a player's token) end a match: aimed at the seeded
+# games they would end most of them early and little would be played. They meet the matches
+# the fuzzer creates itself (the stateful phase follows the links from createGame to them).
+NOT_AIMED_AT_SEEDED = ("abort", "resign")
+
+
 @schemathesis.hook
 def flatmap_path_parameters(context, path_parameters):
     """Half of the generated game ids become a real game's."""
-    if not path_parameters or "game_id" not in path_parameters or not GAMES.seeded_ids:
+    operation = context.operation.definition.raw.get("operationId") if context.operation else None
+    if (not path_parameters or "game_id" not in path_parameters or not GAMES.seeded_ids
+            or operation in NOT_AIMED_AT_SEEDED):
         return st.just(path_parameters)
     real = st.sampled_from(GAMES.seeded_ids).map(lambda game_id: {**path_parameters, "game_id": game_id})
+    # A discard or knock is only legal in the discard phase: aim most of them at games there.
+    ready = GAMES.in_phase("discard") if operation in CARD_FIELD else []
+    if ready:
+        real = st.one_of(real, st.sampled_from(ready).map(lambda game_id: {**path_parameters, "game_id": game_id}))
     return st.one_of(st.just(path_parameters), real)
+
+
+def needs_api_key(definition: dict) -> bool:
+    """Whether the operation takes the API key (``apiKey`` among its security requirements)."""
+    requirements = definition.get("security") or []
+    return definition.get("operationId") == CREATE_OPERATION or any("apiKey" in r for r in requirements)
 
 
 @schemathesis.hook
 def before_call(context, case, kwargs):
-    """A real token on requests to known games that need one or came with one; a card of
-    that player's hand in most discards and knocks."""
+    """The API key where the operation takes one; a real token on requests to known games that
+    need one or came with one; a card of that player's hand in most discards and knocks."""
+    definition = case.operation.definition.raw
+    if needs_api_key(definition):
+        case.headers = {**(case.headers or {}), API_KEY_HEADER: TEST_API_KEY}
     game_id = (case.path_parameters or {}).get("game_id")
     if game_id is None:
         return
-    operation = case.operation.definition.raw.get("operationId")
+    operation = definition.get("operationId")
     headers = dict(case.headers or {})
     if operation not in PLAYER_ONLY and "Authorization" not in headers:
         return  # a public read stays public
@@ -128,7 +175,8 @@ def before_call(context, case, kwargs):
 
 @schemathesis.hook
 def after_call(context, case, response):
-    """Learn the tokens of created games, and the seat to move and cards from every view."""
+    """Learn the tokens of created games and re-issued seats, and the seat to move and cards
+    from every view."""
     if response.status_code not in (200, 201):
         return
     try:
@@ -140,5 +188,7 @@ def after_call(context, case, response):
     if response.status_code == 201 and case.method.upper() == "POST" and case.path == CREATE_PATH:
         GAMES.add(body["game"]["id"], [player["token"] for player in body["players"]])
         body = body["game"]
+    if case.operation.definition.raw.get("operationId") == "reissueToken" and "token" in body:
+        GAMES.replace_token(case.path_parameters["game_id"], body["seat"], body["token"])
     if "id" in body and "version" in body:
         GAMES.note_view(body)

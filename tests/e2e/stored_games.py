@@ -18,6 +18,9 @@ from service.rules.cards import DECK_SIZE, cards_of
 from service.store import RedisStore
 from tests.e2e.players import ACTION_EVENTS, Acknowledged
 
+# Events whose change also moves the version on: the moves, and ending or following a match.
+VERSIONED_EVENTS = (*ACTION_EVENTS, "resign", "abort", "rematch")
+
 HAND_SIZE = 10
 # The engine's phase values (service/rules/hand.py), as the views spell them.
 DISCARD_PHASE = "discard"
@@ -39,9 +42,10 @@ def load_game(store: RedisStore, game_id: str) -> StoredGame:
     return StoredGame(game_id, loaded.version, loaded.state, match, events)
 
 
-def invariant_violations(game: StoredGame) -> list[str]:
-    """What is wrong with a stored game (empty when nothing): RULES.md's invariants, the
-    scores against the scored hands, and the event log against the version."""
+def invariant_violations(game: StoredGame, token_reissues: int = 0) -> list[str]:
+    """What is wrong with a stored game (empty when nothing): the invariants of docs/rules.md, the
+    scores against the scored hands, and the event log against the version (``token_reissues``:
+    the seat tokens replaced, each a new version without an event)."""
     match, events = game.match, game.events
     problems = []
     if game.version != match.version:
@@ -50,9 +54,9 @@ def invariant_violations(game: StoredGame) -> list[str]:
         problems.append("event numbers are not 1..n without gaps")
     if len(events) != match.event_count:
         problems.append(f"{len(events)} events stored, the match counts {match.event_count}")
-    actions = [event for event in events if event.type in ACTION_EVENTS]
-    if match.version != 1 + len(actions):
-        problems.append(f"version {match.version} after {len(actions)} actions (expected {1 + len(actions)})")
+    changes = len([event for event in events if event.type in VERSIONED_EVENTS]) + token_reissues
+    if match.version != 1 + changes:
+        problems.append(f"version {match.version} after {changes} changes (expected {1 + changes})")
     scored = [event.public for event in events if event.type == "hand_scored"]
     for seat in range(match.seat_count):
         points = sum(hand["points"] for hand in scored if hand["winner"] == seat)
@@ -65,7 +69,8 @@ def invariant_violations(game: StoredGame) -> list[str]:
     if match.deals != deals:
         problems.append(f"{match.deals} deals counted, {deals} deal events")
     if match.is_finished:
-        if match.hand is not None or events[-1].type != "match_finished":
+        last = [event.type for event in events if event.type != "rematch"][-1]
+        if match.hand is not None or last != "match_finished":
             problems.append("a finished match still has a hand or does not end with match_finished")
     else:
         if match.hand is None:

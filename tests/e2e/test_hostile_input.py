@@ -252,4 +252,4 @@ def test_requests_gunicorn_refuses_before_the_app_are_problems_too(
     assert f"content-type: {PROBLEM}".encode() in head.lower()
     problem = json.loads(body)
     assert (problem["status"], problem["code"]) == (status, code)
-    assert set(problem) == {"type", "title", "status", "detail", "code"}
+    assert set(problem) == {"type", "title", "status", "detail", "code", "params"}

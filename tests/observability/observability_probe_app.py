@@ -10,9 +10,12 @@ import flask
 from service.limits import init_limits
 from service.observability import init_observability, record_move
 from service.problems import problem
+from service.tokens import ServerSecret
 
 # Cards and a secret that the probe routes handle; the tests assert that no log line shows them.
 SECRET_CARDS = ("Qh", "Jd", "Kc")
+# The server secret that the probe's tokens are issued with (the rate limiter checks them).
+PROBE_SECRET = ServerSecret("probe-server-secret-" + "x" * 32)
 
 
 def create_app(config: dict | None = None, limits_first: bool = False) -> flask.Flask:
@@ -20,11 +23,11 @@ def create_app(config: dict | None = None, limits_first: bool = False) -> flask.
     app = flask.Flask("observability_probe")
     app.config.update(config or {})
     if limits_first:
-        init_limits(app)
+        init_limits(app, secret=lambda: PROBE_SECRET)
         init_observability(app)
     else:
         init_observability(app)
-        init_limits(app)
+        init_limits(app, secret=lambda: PROBE_SECRET)
 
     @app.get("/healthz")
     def healthz():
@@ -32,7 +35,7 @@ def create_app(config: dict | None = None, limits_first: bool = False) -> flask.
 
     @app.get("/v1/games/<game_id>")
     def get_game(game_id):
-        return {"id": game_id, "hand": list(SECRET_CARDS), "request_id": flask.g.request_id}
+        return {"id": game_id, "hand": list(SECRET_CARDS), "request_id": flask.g.request_id, "pid": os.getpid()}
 
     @app.get("/v1/games/<game_id>/missing")
     def missing_game(game_id):

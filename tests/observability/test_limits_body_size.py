@@ -17,6 +17,7 @@ def assert_payload_too_large(response, cap=65536):
         "status": 413,
         "detail": f"The request body may not exceed {cap} bytes.",
         "code": "payload_too_large",
+        "params": {"max_bytes": cap},
     }
 
 

@@ -1,15 +1,28 @@
-"""The per-client rate limit: off by default; 429 rate_limited with Retry-After when on."""
+"""The per-client rate limit: off by default; when on, 429 rate_limited with Retry-After and
+RateLimit-* headers, counted per checked identity (a configured API key, a token issued for the
+game in the path), else per client address, never per credential a client merely sends."""
 from __future__ import annotations
 
 import logging
 import socket
 
+import flask
 import pytest
+import redis
 
-from observability_probe_app import create_app
+from observability_probe_app import PROBE_SECRET, create_app
+from service import ids, limits, tokens
+from service.store.base import StoreError
+from tests.redis_servers import RedisServer
 
-BEARER_A = {"Authorization": "Bearer token-of-player-a"}
-BEARER_B = {"Authorization": "Bearer token-of-player-b"}
+GAME = ids.new_game_id()
+OTHER_GAME = ids.new_game_id()
+TOKEN_A = PROBE_SECRET.new_token(GAME)
+TOKEN_B = PROBE_SECRET.new_token(GAME)
+API_KEY = "probe-api-key-0123456789"
+BEARER_A = {"Authorization": f"Bearer {TOKEN_A}"}
+BEARER_B = {"Authorization": f"Bearer {TOKEN_B}"}
+PATH = f"/v1/games/{GAME}"
 
 
 def assert_rate_limited(response, per_minute):
@@ -19,32 +32,100 @@ def assert_rate_limited(response, per_minute):
     assert (body["status"], body["code"], body["title"]) == (429, "rate_limited", "Too many requests")
     assert body["type"] == "urn:ginrummy:problem:rate_limited"
     assert f"At most {per_minute} requests per minute" in body["detail"]
-    assert 1 <= int(response.headers["Retry-After"]) <= 60
+    retry_after = int(response.headers["Retry-After"])
+    assert 1 <= retry_after <= 60
+    assert body["params"] == {"limit": per_minute, "retry_after": retry_after}
+    assert response.headers["RateLimit-Remaining"] == "0"
+
+
+def statuses(client, count, path=PATH, **kwargs):
+    return [client.get(path, **kwargs).status_code for _ in range(count)]
 
 
 def test_the_limiter_is_off_by_default(make_app):
     client = make_app().test_client()
-    statuses = {client.get("/v1/games/g_1", headers=BEARER_A).status_code for _ in range(300)}
-    assert statuses == {200}
+    assert set(statuses(client, 300, headers=BEARER_A)) == {200}
+    assert "RateLimit-Limit" not in client.get(PATH).headers
 
 
 def test_requests_past_the_limit_get_429_with_retry_after(make_app, steady_minute):
     client = make_app(RATE_LIMIT_PER_MINUTE=3).test_client()
-    assert [client.get("/v1/games/g_1", headers=BEARER_A).status_code for _ in range(3)] == [200] * 3
-    assert_rate_limited(client.get("/v1/games/g_1", headers=BEARER_A), per_minute=3)
-    assert_rate_limited(client.post("/v1/games/g_1/draw", json={}, headers=BEARER_A), per_minute=3)
+    assert statuses(client, 3, headers=BEARER_A) == [200] * 3
+    assert_rate_limited(client.get(PATH, headers=BEARER_A), per_minute=3)
+    assert_rate_limited(client.post(f"{PATH}/draw", json={}, headers=BEARER_A), per_minute=3)
 
 
-def test_each_client_has_its_own_count(make_app, steady_minute):
-    client = make_app(RATE_LIMIT_PER_MINUTE=2).test_client()
-    for headers in (BEARER_A, {"X-API-Key": "service-key"}, {}):
-        assert client.get("/v1/games/g_1", headers=headers).status_code == 200
-        assert client.get("/v1/games/g_1", headers=headers).status_code == 200
-        assert client.get("/v1/games/g_1", headers=headers).status_code == 429
-    # Another token, and another address, still have their whole allowance.
-    assert client.get("/v1/games/g_1", headers=BEARER_B).status_code == 200
-    other_address = {"REMOTE_ADDR": "10.1.2.3"}
-    assert client.get("/v1/games/g_1", environ_base=other_address).status_code == 200
+def test_limited_answers_carry_the_ratelimit_headers(make_app, steady_minute):
+    client = make_app(RATE_LIMIT_PER_MINUTE=5).test_client()
+    answers = [client.get(PATH) for _ in range(6)]
+    assert [a.headers["RateLimit-Limit"] for a in answers] == ["5"] * 6
+    assert [a.headers["RateLimit-Remaining"] for a in answers] == ["4", "3", "2", "1", "0", "0"]
+    resets = {int(a.headers["RateLimit-Reset"]) for a in answers}
+    assert all(1 <= reset <= 60 for reset in resets)
+    assert int(answers[-1].headers["Retry-After"]) in resets
+    # Routes that are never limited say nothing about a limit.
+    assert "RateLimit-Limit" not in client.get("/healthz").headers
+
+
+def test_each_checked_identity_has_its_own_count(make_app, steady_minute):
+    client = make_app(RATE_LIMIT_PER_MINUTE=2, API_KEYS=API_KEY).test_client()
+    for headers in (BEARER_A, {"X-API-Key": API_KEY}, {}):
+        assert statuses(client, 3, headers=headers) == [200, 200, 429], headers
+    # Another issued token, and another address, still have their whole allowance.
+    assert client.get(PATH, headers=BEARER_B).status_code == 200
+    assert client.get(PATH, environ_base={"REMOTE_ADDR": "10.1.2.3"}).status_code == 200
+
+
+@pytest.mark.parametrize("credential", [
+    "made-up token", "token of another game", "token on a path without a game", "unknown API key",
+    "token on a malformed game id"])
+def test_bogus_credentials_count_against_the_address(make_app, steady_minute, credential):
+    client = make_app(RATE_LIMIT_PER_MINUTE=3, API_KEYS=API_KEY).test_client()
+    assert statuses(client, 2) == [200, 200]  # the address, without credentials
+    path, headers = {
+        "made-up token": (PATH, {"Authorization": "Bearer " + "A" * 43}),
+        "token of another game": (PATH, {"Authorization": f"Bearer {PROBE_SECRET.new_token(OTHER_GAME)}"}),
+        "token on a path without a game": ("/boom-free", BEARER_A),
+        "unknown API key": (PATH, {"X-API-Key": "not-" + API_KEY}),
+        "token on a malformed game id": ("/v1/games/g_1", BEARER_A),
+    }[credential]
+    assert client.get(path, headers=headers).status_code in (200, 404)  # the address's third
+    assert_rate_limited(client.get(PATH), per_minute=3)
+
+
+def test_a_valid_token_outranks_a_bogus_key_and_a_valid_key_a_bogus_token(make_app, steady_minute):
+    client = make_app(RATE_LIMIT_PER_MINUTE=1, API_KEYS=API_KEY).test_client()
+    assert client.get(PATH, headers={**BEARER_A, "X-API-Key": "bogus"}).status_code == 200
+    assert client.get(PATH, headers={"X-API-Key": API_KEY, "Authorization": "Bearer bogus"}).status_code == 200
+    assert client.get(PATH).status_code == 200  # the address was not charged by either
+    assert client.get(PATH, headers=BEARER_A).status_code == 429
+
+
+def test_behind_trusted_proxies_the_forwarded_client_counts(make_app, steady_minute):
+    client = make_app(RATE_LIMIT_PER_MINUTE=1, TRUSTED_PROXY_HOPS=1).test_client()
+    ingress = {"REMOTE_ADDR": "10.0.0.1"}
+
+    def forwarded(chain):
+        return client.get(PATH, environ_base=ingress, headers={"X-Forwarded-For": chain}).status_code
+
+    # The ingress appends the peer it saw; what the client wrote before that is ignored.
+    assert forwarded("203.0.113.7") == 200
+    assert forwarded("198.51.100.1, 203.0.113.7") == 429
+    assert forwarded("203.0.113.8") == 200
+    assert forwarded("1.1.1.1, 2.2.2.2, 203.0.113.8") == 429
+
+
+def test_without_trusted_proxies_x_forwarded_for_is_ignored(make_app, steady_minute):
+    client = make_app(RATE_LIMIT_PER_MINUTE=1).test_client()
+    assert client.get(PATH, headers={"X-Forwarded-For": "203.0.113.7"}).status_code == 200
+    assert client.get(PATH, headers={"X-Forwarded-For": "203.0.113.8"}).status_code == 429
+
+
+def test_an_ipv6_client_counts_as_its_64_network(make_app, steady_minute):
+    client = make_app(RATE_LIMIT_PER_MINUTE=1).test_client()
+    assert client.get(PATH, environ_base={"REMOTE_ADDR": "2001:db8:1:2::1"}).status_code == 200
+    assert client.get(PATH, environ_base={"REMOTE_ADDR": "2001:db8:1:2:ffff::9"}).status_code == 429
+    assert client.get(PATH, environ_base={"REMOTE_ADDR": "2001:db8:1:3::1"}).status_code == 200
 
 
 def test_health_readiness_and_metrics_are_never_limited(make_app, steady_minute):
@@ -55,34 +136,51 @@ def test_health_readiness_and_metrics_are_never_limited(make_app, steady_minute)
         return {"status": "ready"}
 
     client = app.test_client()
-    client.get("/v1/games/g_1")
-    assert client.get("/v1/games/g_1").status_code == 429
+    client.get(PATH)
+    assert client.get(PATH).status_code == 429
     for path in ("/healthz", "/readyz", "/metrics"):
         assert {client.get(path).status_code for _ in range(5)} == {200}
 
 
-def test_a_negative_limit_is_refused(make_app):
-    with pytest.raises(ValueError, match="RATE_LIMIT_PER_MINUTE"):
-        make_app(RATE_LIMIT_PER_MINUTE=-1)
-
-
-def test_with_redis_every_worker_shares_the_count(redis_url, redis_prefix, redis_client,
-                                                  steady_minute):
-    config = {"RATE_LIMIT_PER_MINUTE": 3, "REDIS_URL": redis_url,
-              "KEY_PREFIX": redis_prefix}
+def test_with_redis_every_worker_shares_the_count(redis_url, redis_prefix, redis_client, steady_minute):
+    config = {"RATE_LIMIT_PER_MINUTE": 3, "REDIS_URL": redis_url, "KEY_PREFIX": redis_prefix}
     # Two apps stand for two gunicorn workers: only Redis connects them.
     worker_1 = create_app(config).test_client()
     worker_2 = create_app(config).test_client()
-    assert worker_1.get("/v1/games/g_1", headers=BEARER_A).status_code == 200
-    assert worker_2.get("/v1/games/g_1", headers=BEARER_A).status_code == 200
-    assert worker_1.get("/v1/games/g_1", headers=BEARER_A).status_code == 200
-    assert_rate_limited(worker_2.get("/v1/games/g_1", headers=BEARER_A), per_minute=3)
-    assert worker_2.get("/v1/games/g_1", headers=BEARER_B).status_code == 200
+    assert worker_1.get(PATH, headers=BEARER_A).status_code == 200
+    assert worker_2.get(PATH, headers=BEARER_A).status_code == 200
+    assert worker_1.get(PATH, headers=BEARER_A).status_code == 200
+    assert_rate_limited(worker_2.get(PATH, headers=BEARER_A), per_minute=3)
+    assert worker_2.get(PATH, headers=BEARER_B).status_code == 200
 
     keys = [key.decode() for key in redis_client.scan_iter(match=redis_prefix + "*")]
-    assert len(keys) == 2 and all(key.startswith(redis_prefix + "rl:") for key in keys)
-    assert not any("token-of-player" in key for key in keys)  # only digests of tokens
+    assert len(keys) == 2 and all(key.startswith(redis_prefix + "rl:t:") for key in keys)
+    assert not any(TOKEN_A in key or TOKEN_B in key for key in keys)  # only digests of tokens
     assert all(0 < redis_client.ttl(key) <= 120 for key in keys)
+
+
+def test_bogus_credentials_create_no_redis_keys(redis_url, redis_prefix, redis_client, steady_minute):
+    client = create_app({"RATE_LIMIT_PER_MINUTE": 1000, "REDIS_URL": redis_url, "KEY_PREFIX": redis_prefix,
+                         "API_KEYS": API_KEY}).test_client()
+    for n in range(200):
+        made_up = {"Authorization": f"Bearer {tokens.ServerSecret('x' * 32).new_token(GAME)}"} if n % 2 else {
+            "X-API-Key": f"made-up-key-{n}"}
+        assert client.get(PATH, headers=made_up).status_code == 200
+    keys = [key.decode() for key in redis_client.scan_iter(match=redis_prefix + "*")]
+    assert keys == [f"{redis_prefix}rl:a:127.0.0.1:{keys[0].rsplit(':', 1)[1]}"]
+    assert int(redis_client.get(keys[0])) == 200
+
+
+def test_on_a_redis_cluster_the_limiter_counts(redis_cluster_url, steady_minute):
+    app = create_app({"RATE_LIMIT_PER_MINUTE": 2, "REDIS_URL": redis_cluster_url, "KEY_PREFIX": "rl-cluster:"})
+    client = app.test_client()
+    assert statuses(client, 3, headers=BEARER_A) == [200, 200, 429]
+    assert statuses(client, 3) == [200, 200, 429]
+    cluster = redis.RedisCluster.from_url(redis_cluster_url.replace("redis+cluster://", "redis://"))
+    try:
+        assert len(list(cluster.scan_iter(match="rl-cluster:rl:*"))) == 2
+    finally:
+        cluster.close()
 
 
 def closed_loopback_port() -> int:
@@ -91,14 +189,48 @@ def closed_loopback_port() -> int:
         return sock.getsockname()[1]  # nothing listens once the socket is closed
 
 
-def test_an_unreachable_redis_lets_requests_through_with_a_warning(make_app, caplog):
-    app = make_app(RATE_LIMIT_PER_MINUTE=1,
-                   REDIS_URL=f"redis://127.0.0.1:{closed_loopback_port()}/0", KEY_PREFIX="x:")
+@pytest.mark.parametrize("scheme", ["redis", "redis+cluster"])
+def test_an_unreachable_redis_leaves_each_process_counting_on_its_own(make_app, caplog, scheme):
+    app = make_app(RATE_LIMIT_PER_MINUTE=2, REDIS_URL=f"{scheme}://127.0.0.1:{closed_loopback_port()}", KEY_PREFIX="x:")
     client = app.test_client()
-    with caplog.at_level(logging.WARNING, logger="service.limits"):
-        statuses = [client.get("/v1/games/g_1", headers=BEARER_A).status_code for _ in range(5)]
-    assert statuses == [200] * 5
-    warnings = [record for record in caplog.records if record.name == "service.limits"]
+    with caplog.at_level(logging.WARNING, logger="service.ratelimit"):
+        answers = [client.get(PATH, headers=BEARER_A) for _ in range(5)]
+    assert [answer.status_code for answer in answers] == [200, 200, 429, 429, 429]
+    assert [answer.headers["RateLimit-Remaining"] for answer in answers] == ["1", "0", "0", "0", "0"]
+    warnings = [record for record in caplog.records if record.name == "service.ratelimit"]
     # One warning, then the limiter leaves Redis alone for a while instead of retrying.
     assert len(warnings) == 1
-    assert "rate limit counter unavailable" in warnings[0].getMessage()
+    assert "rate limit counter unavailable, counting in this process" in warnings[0].getMessage()
+
+
+def test_a_full_redis_is_not_written_to_and_the_limit_holds(tmp_path, steady_minute):
+    server = RedisServer(tmp_path / "full-redis", extra_args=("--maxmemory-policy", "noeviction")).start()
+    try:
+        inspect = server.client()
+        # Below what an empty Redis uses: every write is refused from now on.
+        inspect.config_set("maxmemory", inspect.info("memory")["used_memory"] // 2)
+        client = create_app({"RATE_LIMIT_PER_MINUTE": 2, "REDIS_URL": server.url, "KEY_PREFIX": "rl-full:"}).test_client()
+        assert statuses(client, 3) == [200, 200, 429]
+        assert list(inspect.scan_iter(match="rl-full:*")) == []
+        inspect.close()
+    finally:
+        server.stop()
+
+
+def test_without_the_secret_tokens_count_against_the_address(steady_minute, caplog):
+    calls = []
+
+    def failing_secret():
+        calls.append(1)
+        raise StoreError()
+
+    app = flask.Flask("no_secret")
+    app.config["RATE_LIMIT_PER_MINUTE"] = 2
+    limits.init_limits(app, secret=failing_secret)
+    app.get("/v1/games/<game_id>")(lambda game_id: {"id": game_id})
+    client = app.test_client()
+    with caplog.at_level(logging.WARNING, logger="service.ratelimit"):
+        assert statuses(client, 2, headers=BEARER_A) == [200, 200]
+        assert client.get(PATH).status_code == 429  # the token's requests were the address's
+    assert len(calls) == 1  # not asked again at once: the store is not hammered
+    assert "server secret unavailable" in caplog.text

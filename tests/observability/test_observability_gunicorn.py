@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from service import ids
 from tests.gunicorn_server import GunicornServer
 
 pytestmark = pytest.mark.slow
@@ -44,7 +45,10 @@ def requests_counted(server: GunicornServer, path: str) -> float:
 @pytest.fixture(scope="module")
 def gunicorn(tmp_path_factory):
     """The probe app under the service's own gunicorn settings (multiprocess metrics hooks included)."""
-    server = GunicornServer(tmp_path_factory.mktemp("gunicorn"), app=PROBE_APP, workers=2).start()
+    # Two connections each: a worker holding two requests leaves the next ones to the other
+    # worker, so that concurrent requests are served by both.
+    server = GunicornServer(tmp_path_factory.mktemp("gunicorn"), app=PROBE_APP, workers=2,
+                            environment={"GUNICORN_WORKER_CONNECTIONS": "2"}).start()
     try:
         wait_until(lambda: len(server.worker_pids()) == 2 and healthy(server.port), "gunicorn start")
         yield server
@@ -88,14 +92,15 @@ def test_metrics_are_summed_over_workers_and_survive_a_worker_restart(gunicorn):
 
 
 def test_request_id_and_access_log_over_http(gunicorn):
-    status, headers, _ = request(gunicorn.port, "GET", "/v1/games/g_http",
+    game_id = ids.new_game_id()
+    status, headers, _ = request(gunicorn.port, "GET", f"/v1/games/{game_id}",
                                  headers={"X-Request-ID": "http-req-1"})
     assert (status, headers["X-Request-ID"]) == (200, "http-req-1")
     wait_until(lambda: b'"request_id": "http-req-1"' in gunicorn.log.read_bytes(),
                "the access line")
     [line] = [json.loads(line) for line in gunicorn.log.read_bytes().splitlines()
               if b'"request_id": "http-req-1"' in line]
-    assert (line["route"], line["game_id"], line["status"]) == ("/v1/games/<game_id>", "g_http", 200)
+    assert (line["route"], line["game_id"], line["status"]) == ("/v1/games/<game_id>", game_id, 200)
 
 
 @pytest.mark.parametrize("chunked", [False, True])

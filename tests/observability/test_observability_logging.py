@@ -7,10 +7,12 @@ import re
 
 import pytest
 
-from observability_probe_app import SECRET_CARDS
+from observability_probe_app import PROBE_SECRET, SECRET_CARDS
+from service import ids
 from service.observability.jsonlog import JsonStderrHandler
 
 ISO_UTC = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
+GAME_42, GAME_43 = ids.new_game_id(), ids.new_game_id()
 
 
 def json_lines(err: str) -> list[dict]:
@@ -25,8 +27,8 @@ def access_lines(err: str) -> list[dict]:
 def test_one_line_per_request_with_the_agreed_fields(make_app, capsys):
     client = make_app().test_client()
     capsys.readouterr()
-    ok = client.get("/v1/games/g_42")
-    failed = client.get("/v1/games/g_43/missing")
+    ok = client.get(f"/v1/games/{GAME_42}")
+    failed = client.get(f"/v1/games/{GAME_43}/missing")
 
     lines = access_lines(capsys.readouterr().err)
     assert len(lines) == 2
@@ -35,7 +37,7 @@ def test_one_line_per_request_with_the_agreed_fields(make_app, capsys):
     assert first["level"] == "INFO"
     assert first["request_id"] == ok.headers["X-Request-ID"]
     assert (first["method"], first["route"], first["game_id"], first["status"]) == (
-        "GET", "/v1/games/<game_id>", "g_42", 200)
+        "GET", "/v1/games/<game_id>", GAME_42, 200)
     assert isinstance(first["duration_ms"], float) and 0 <= first["duration_ms"] < 5000
     assert first["remote_addr"] == "127.0.0.1"
     assert "code" not in first
@@ -52,12 +54,21 @@ def test_unmatched_paths_have_no_route_and_no_game(make_app, capsys):
     assert (line["route"], line["game_id"], line["status"]) == (None, None, 404)
 
 
-def test_an_overlong_game_id_is_shortened_in_the_log(make_app, capsys):
+@pytest.mark.parametrize("game_id", [
+    "g" * 500,
+    "g_1",
+    PROBE_SECRET.new_token(GAME_42),  # a token pasted where the id goes
+    next(GAME_42[:-1] + c for c in "ABCDEFGH" if ids.shard_of(GAME_42[:-1] + c) is None),  # in no shard's slot
+    "SECRET-API-KEY-xyz",
+], ids=["long", "short", "token", "no-shard", "api-key"])
+def test_a_game_id_that_no_game_can_have_is_never_logged(make_app, capsys, game_id):
     client = make_app().test_client()
     capsys.readouterr()
-    client.get("/v1/games/" + "g" * 500)
-    [line] = access_lines(capsys.readouterr().err)
-    assert line["game_id"] == "g" * 64
+    client.get(f"/v1/games/{game_id}/missing")
+    err = capsys.readouterr().err
+    [line] = access_lines(err)
+    assert line["game_id"] == "malformed"
+    assert game_id not in err and game_id[:16] not in err
 
 
 def test_secrets_and_cards_never_reach_the_log(make_app, capsys, caplog):
@@ -113,3 +124,13 @@ def test_the_log_level_comes_from_the_config(make_app, capsys):
 def test_an_unknown_log_level_is_refused(make_app):
     with pytest.raises(ValueError, match="LOG_LEVEL"):
         make_app(LOG_LEVEL="chatty")
+
+
+@pytest.mark.parametrize(("hops", "logged"), [(0, "10.0.0.1"), (1, "203.0.113.7")])
+def test_the_logged_address_is_the_client_behind_trusted_proxies(make_app, capsys, hops, logged):
+    client = make_app(TRUSTED_PROXY_HOPS=hops).test_client()
+    capsys.readouterr()
+    client.get(f"/v1/games/{GAME_42}", environ_base={"REMOTE_ADDR": "10.0.0.1"},
+               headers={"X-Forwarded-For": "198.51.100.9, 203.0.113.7"})
+    [line] = access_lines(capsys.readouterr().err)
+    assert line["remote_addr"] == logged

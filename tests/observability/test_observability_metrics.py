@@ -124,3 +124,39 @@ def test_a_multiprocess_dir_set_after_import_is_refused(make_app, monkeypatch, t
     monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))
     with pytest.raises(RuntimeError, match="PROMETHEUS_MULTIPROC_DIR"):
         make_app()
+
+
+METRICS_TOKEN = "metrics-token-0123456789abcdef"
+
+
+@pytest.mark.parametrize("authorization", [
+    None, "", "Bearer", f"Bearer {METRICS_TOKEN[:-1]}", f"Bearer {METRICS_TOKEN}x", f"Basic {METRICS_TOKEN}",
+    "Bearer other-token",
+])
+def test_with_a_metrics_token_a_scrape_without_it_gets_401(make_app, authorization):
+    client = make_app(METRICS_TOKEN=METRICS_TOKEN).test_client()
+    headers = {} if authorization is None else {"Authorization": authorization}
+    response = client.get("/metrics", headers=headers)
+    assert response.status_code == 401
+    assert response.mimetype == "application/problem+json"
+    assert response.json["code"] == "unauthorized"
+    assert response.headers["WWW-Authenticate"] == 'Bearer realm="metrics"'
+    assert "http_requests_total" not in response.get_data(as_text=True)
+
+
+@pytest.mark.parametrize("scheme", ["Bearer", "bearer"])
+def test_with_a_metrics_token_a_scrape_with_it_gets_the_metrics(make_app, scheme):
+    client = make_app(METRICS_TOKEN=METRICS_TOKEN).test_client()
+    response = client.get("/metrics", headers={"Authorization": f"{scheme} {METRICS_TOKEN}"})
+    assert response.status_code == 200
+    assert "# TYPE http_requests_total counter" in response.get_data(as_text=True)
+
+
+def test_the_service_puts_its_metrics_behind_its_metrics_token():
+    from service.app import create_app as create_service
+
+    client = create_service({"REDIS_URL": "memory://", "METRICS_TOKEN": METRICS_TOKEN}).test_client()
+    assert client.get("/metrics").status_code == 401
+    assert client.get("/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"}).status_code == 200
+    # The rest of the API does not need it.
+    assert client.get("/healthz").status_code == 200

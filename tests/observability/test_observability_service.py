@@ -6,6 +6,7 @@ import json
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from service import ids
 from service.app import create_app
 
 NEW_MATCH = {"variant": "classic", "players": [{"name": "Ann"}, {"name": "Bob"}]}
@@ -38,7 +39,8 @@ def test_the_metrics_route_counts_api_requests_and_created_games():
 def test_an_api_error_echoes_the_request_id_and_logs_its_code(capsys):
     client = service_client()
     capsys.readouterr()
-    response = client.get("/v1/games/g_missing", headers={"X-Request-ID": "svc-404"})
+    missing = ids.new_game_id()
+    response = client.get(f"/v1/games/{missing}", headers={"X-Request-ID": "svc-404"})
 
     assert response.status_code == 404
     assert response.mimetype == "application/problem+json"
@@ -47,7 +49,7 @@ def test_an_api_error_echoes_the_request_id_and_logs_its_code(capsys):
     lines = [json.loads(line) for line in capsys.readouterr().err.splitlines() if line.strip()]
     [access] = [line for line in lines if line["logger"] == "ginrummy.access"]
     assert (access["request_id"], access["route"], access["game_id"], access["code"]) == (
-        "svc-404", "/v1/games/<game_id>", "g_missing", "game_not_found")
+        "svc-404", "/v1/games/<game_id>", missing, "game_not_found")
 
 
 def test_the_metrics_route_is_not_in_the_api_document():
@@ -70,3 +72,21 @@ def test_the_service_limits_the_rate_when_configured():
     statuses = [client.get("/v1/games/g_missing").status_code for _ in range(3)]
     assert statuses == [404, 404, 429]
     assert client.get("/healthz").status_code == 200
+
+
+@pytest.mark.usefixtures("steady_minute")
+def test_the_service_counts_a_real_token_as_its_own_and_a_misused_one_as_the_address():
+    client = service_client(RATE_LIMIT_PER_MINUTE="2", API_KEYS="svc-key")
+    key = {"X-API-Key": "svc-key"}
+    games = [client.post("/v1/games", json=NEW_MATCH, headers=key).json for _ in range(2)]
+    assert client.post("/v1/games", json=NEW_MATCH, headers=key).status_code == 429  # the key's third
+    first, second = games
+    token = {"Authorization": f"Bearer {first['players'][0]['token']}"}
+    first_path, second_path = (f"/v1/games/{game['game']['id']}" for game in games)
+
+    assert [client.get(first_path, headers=token).status_code for _ in range(3)] == [200, 200, 429]
+    # The same token on another game is not that game's: it counts as the address (which then
+    # has one request left), as an invented token would.
+    assert client.get(second_path, headers=token).status_code == 401
+    assert client.get(second_path).status_code == 200
+    assert client.get(second_path).status_code == 429

@@ -10,7 +10,7 @@ from service.problems import problem, problem_code
 
 
 def test_a_problem_has_the_standard_members_and_media_type():
-    response = problem(409, "not_your_turn", "Not your turn", "Seat 1 must act now.")
+    response = problem(409, "not_your_turn", "Not your turn", "Seat 1 must act now.", {"turn": 1})
     assert response.status_code == 409
     assert response.headers["Content-Type"] == "application/problem+json"
     assert json.loads(response.get_data()) == {
@@ -19,6 +19,7 @@ def test_a_problem_has_the_standard_members_and_media_type():
         "status": 409,
         "detail": "Seat 1 must act now.",
         "code": "not_your_turn",
+        "params": {"turn": 1},
     }
 
 
