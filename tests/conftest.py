@@ -70,29 +70,40 @@ def redis_cluster_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]
     cluster.stop()
 
 
-@pytest.fixture(autouse=True)
-def _exclusive_when_marked(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[object]:
     """Under pytest-xdist, a test marked ``exclusive`` runs while no other test of the session
     does: its timings must not share the CPUs with another worker's heavy test.
+
+    The lock wraps the whole run of each test, so it covers what a fixture of a wider
+    scope does in a test's setup or teardown (a module's server started for its first test,
+    a generated client type-checked, a browser launched or closed): an autouse fixture would
+    take the lock only after those, and let another worker start them beside an exclusive
+    test.
 
     A writer-preference lock across the workers with ``fcntl.flock`` on two files of the
     session's temporary directory. Every test takes the turnstile (exclusive), then the main
     lock shared, and lets the turnstile go; an exclusive test takes the turnstile, then the
     main lock exclusive, and holds both to its end. A waiting exclusive test thus holds the
     turnstile: no new test starts, and the ones running finish and release the main lock."""
-    worker = os.environ.get("PYTEST_XDIST_WORKER")
-    if worker is None:
-        yield  # one process: nothing runs beside this test anyway
-        return
-    exclusive = request.node.get_closest_marker("exclusive") is not None
-    # Each worker's base directory is <session directory>/<worker id>.
-    session = Path(tmp_path_factory.getbasetemp()).parent
+    worker_basetemp = getattr(item.config, "workerinput", None) and item.config.option.basetemp
+    if not worker_basetemp:
+        return (yield)  # one process: nothing runs beside this test anyway
+    exclusive = item.get_closest_marker("exclusive") is not None
+    # pytest-xdist gives each worker <session directory>/<worker id> as its base directory.
+    session = Path(worker_basetemp).parent
     with (session / "exclusive.turnstile").open("a") as turnstile, (session / "exclusive.lock").open("a") as main:
         fcntl.flock(turnstile, fcntl.LOCK_EX)
         try:
             fcntl.flock(main, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
         finally:
             if not exclusive:
+                fcntl.flock(turnstile, fcntl.LOCK_UN)
+        try:
+            return (yield)
+        finally:
+            fcntl.flock(main, fcntl.LOCK_UN)
+            if exclusive:
                 fcntl.flock(turnstile, fcntl.LOCK_UN)
         try:
             yield
