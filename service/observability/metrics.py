@@ -16,7 +16,6 @@ a 401 problem ``unauthorized`` with ``WWW-Authenticate: Bearer realm="metrics"``
 """
 from __future__ import annotations
 
-import hmac
 import os
 from dataclasses import dataclass
 
@@ -25,6 +24,13 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.multiprocess import MultiProcessCollector
 
+from service.observability.bearer import (
+    METRICS_CHALLENGE,
+    REFUSAL_CODE,
+    REFUSAL_DETAIL,
+    REFUSAL_TITLE,
+    bearer_matches,
+)
 from service.observability.multiproc import RetiringCollector
 from service.problems import problem
 
@@ -133,23 +139,11 @@ def init_metrics(app: flask.Flask) -> Metrics:
 
 def _serve_metrics() -> flask.Response:
     token = flask.current_app.config.get("METRICS_TOKEN")
-    if token and not _bearer_matches(flask.request.headers.get("Authorization", ""), token):
-        response = problem(401, "unauthorized", "Missing or unknown credentials",
-                           "the metrics need the metrics token: Authorization: Bearer <token>")
+    if token and not bearer_matches(flask.request.headers.get("Authorization", ""), token):
+        response = problem(401, REFUSAL_CODE, REFUSAL_TITLE, REFUSAL_DETAIL)
         response.headers["WWW-Authenticate"] = METRICS_CHALLENGE
         return response
     return flask.Response(current_metrics().exposition(), content_type=CONTENT_TYPE_PLAIN_0_0_4)
-
-
-METRICS_CHALLENGE = 'Bearer realm="metrics"'
-
-
-def _bearer_matches(header: str, token: str) -> bool:
-    """Whether ``header`` is ``Bearer <token>``; the comparison takes the same time wherever
-    the given text first differs (its length only shows how long the given text is)."""
-    scheme, _, given = header.strip().partition(" ")
-    return scheme.lower() == "bearer" and hmac.compare_digest(
-        given.strip().encode("utf-8", "surrogatepass"), str(token).encode("utf-8", "surrogatepass"))
 
 
 def current_metrics() -> Metrics:

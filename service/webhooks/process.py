@@ -78,7 +78,7 @@ def run_worker(config: Config, settle: Settle, *, host: str = "0.0.0.0", **tunin
     health = HealthServer(
         host, config.worker_port,
         is_ready=lambda: "worker" in running and running["worker"].is_ready(),
-        metrics=metrics.exposition,
+        metrics=metrics.exposition, metrics_token=config.metrics_token,
     ).start()
     logger.info("worker listening", extra={FIELDS_ATTRIBUTE: {"host": host, "port": health.port}})
     client = _connect(config.redis_url, redis_options(settings.block_seconds), stop)

@@ -13,7 +13,7 @@ from tests.deploy.support import REPO, real_secrets, tool
 from tests.deploy.test_k8s_manifests import API, WORKER, only, secret_values, selects
 from tests.webhooks.support import new_secret
 
-SECRET_ENV = ("REDIS_URL", "WEBHOOK_SECRET", "SERVER_SECRET")
+SECRET_ENV = ("REDIS_URL", "WEBHOOK_SECRET", "SERVER_SECRET", "METRICS_TOKEN")
 
 
 def pod(manifests: list[dict], name: str) -> dict:

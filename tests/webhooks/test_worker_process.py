@@ -212,6 +212,14 @@ def test_probes_metrics_and_json_logs_without_bodies_or_secrets(
     assert "/hooks/gin" not in log  # the URL's path and query may carry the receiver's secrets
 
 
+def test_metrics_token_guards_the_workers_metrics(run_worker) -> None:
+    worker = run_worker(METRICS_TOKEN="worker-metrics-token")
+    refused = requests.get(worker.url + "/metrics", timeout=5)
+    assert refused.status_code == 401 and refused.json()["code"] == "unauthorized"
+    allowed = requests.get(worker.url + "/metrics", headers={"Authorization": "Bearer worker-metrics-token"}, timeout=5)
+    assert allowed.status_code == 200 and "webhook_deliveries_total" in allowed.text
+
+
 def test_readyz_says_503_while_redis_is_unreachable_and_healthz_stays_200(run_worker) -> None:
     worker = run_worker(wait=False, REDIS_URL=f"redis://127.0.0.1:{free_port()}/0")
     worker.wait_until_answering("/healthz")
