@@ -91,10 +91,15 @@ class Delivery:
 
     def retry_member(self) -> str:
         """The retry member of this delivery's next attempt."""
-        return json.dumps(
-            {**self.fields(), "sid": self.stream_id, "attempt": self.attempt + 1},
-            separators=(",", ":"), sort_keys=True,
-        )
+        return self._member(self.attempt + 1)
+
+    def postponed_member(self) -> str:
+        """The retry member of this attempt, put off before it was made."""
+        return self._member(self.attempt)
+
+    def _member(self, attempt: int) -> str:
+        return json.dumps({**self.fields(), "sid": self.stream_id, "attempt": attempt},
+                          separators=(",", ":"), sort_keys=True)
 
     def fields(self) -> dict[str, str]:
         """The outbox fields."""

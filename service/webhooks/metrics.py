@@ -24,6 +24,7 @@ class WorkerMetrics:
     attempts: Counter
     deliveries: Counter
     retries_scheduled: Counter
+    postponed: Counter
     dead_letters: Counter
     latency: Histogram
     deadlines_fired: Counter
@@ -44,6 +45,11 @@ class WorkerMetrics:
                 ["outcome"], registry=registry),
             retries_scheduled=Counter(
                 "webhook_retries_scheduled_total", "Failed attempts scheduled to be tried again.",
+                registry=registry),
+            postponed=Counter(
+                "webhook_deliveries_postponed_total",
+                "Deliveries put off (no attempt made) because their receiver had its share of the "
+                "worker's deliveries running.",
                 registry=registry),
             dead_letters=Counter(
                 "webhook_dead_letters_total",

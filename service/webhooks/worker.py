@@ -35,6 +35,7 @@ from service import ids
 from service.observability.jsonlog import FIELDS_ATTRIBUTE, iso_utc
 from service.webhooks.entries import Delivery, MalformedEntry
 from service.webhooks.finishing import REDIS_ERRORS, Finisher, with_redis_retries
+from service.webhooks.host_slots import HostSlots, receiver_of
 from service.webhooks.metrics import WorkerMetrics
 from service.webhooks.pool import BoundedPool
 from service.webhooks.queues import FinishStep, Queues
@@ -60,9 +61,17 @@ class WorkerSettings:
     deliveries end together, so their finishing goes in one round trip) instead of one each;
     a lone event still goes out at once. 20 ms, against 5 ms, cut the worker's CPU per
     move by ~40 % under bench/load.py --callbacks and raised the delivery latency's p50 by
-    ~10 ms, which a push notification does not feel."""
+    ~10 ms, which a push notification does not feel.
+
+    ``per_receiver`` is how many of the ``concurrency`` deliveries may go to one receiver
+    (scheme and authority of the URL) at once; 0, the default, keeps a quarter of them for the
+    other receivers (host_slots.py), so a lone receiver still gets most of the worker. A
+    delivery over it is put off ``postpone_seconds`` (up to twice that, with jitter) in the
+    retry set, without counting as an attempt."""
 
     concurrency: int = 32
+    per_receiver: int = 0
+    postpone_seconds: float = 1.0
     max_attempts: int = 8
     backoff_base_seconds: float = 1.0
     backoff_cap_seconds: float = 300.0
@@ -78,11 +87,17 @@ class WorkerSettings:
     def __post_init__(self) -> None:
         if self.concurrency < 1 or self.max_attempts < 1 or self.batch < 1:
             raise ValueError("concurrency, max_attempts and batch must be at least 1")
+        if not 0 <= self.per_receiver <= self.concurrency:
+            raise ValueError("per_receiver must be between 0 (three quarters of concurrency) and concurrency")
         if min(self.backoff_base_seconds, self.backoff_cap_seconds, self.lease_seconds,
-               self.poll_seconds, self.block_seconds) <= 0:
+               self.poll_seconds, self.block_seconds, self.postpone_seconds) <= 0:
             raise ValueError("every time setting must be positive")
         if self.linger_seconds < 0:
             raise ValueError("linger_seconds must not be negative")
+
+    @property
+    def receiver_limit(self) -> int:
+        return self.per_receiver or self.concurrency - self.concurrency // 4
 
 
 def backoff_seconds(attempt: int, base: float, cap: float, draw: Callable[[], float] = random.random) -> float:
@@ -126,6 +141,7 @@ class Worker:
         self._clock = clock
         self._draw = draw
         self._pool = BoundedPool(self.settings.concurrency, "webhook-task")
+        self._receivers = HostSlots(self.settings.receiver_limit)
         self._finisher = Finisher(self._queues)
         self._readers_per_shard = isinstance(client, RedisCluster)
         self._stopping = threading.Event()
@@ -295,7 +311,14 @@ class Worker:
         self._attempt(shard, "retry", member, delivery)
 
     def _attempt(self, shard: int, source: str, handle: str, delivery: Delivery) -> None:
-        result = self._sender.deliver(delivery.url, delivery.webhook_id, delivery.body)
+        receiver = receiver_of(delivery.url)
+        if not self._receivers.take(receiver):
+            self._postpone(shard, source, handle, delivery)
+            return
+        try:
+            result = self._sender.deliver(delivery.url, delivery.webhook_id, delivery.body)
+        finally:
+            self._receivers.give_back(receiver)
         self.metrics.attempts.labels(type=delivery.metric_type).inc()
         self.metrics.deliveries.labels(outcome=result.outcome.value).inc()
         if result.outcome is Outcome.DELIVERED:
@@ -314,6 +337,11 @@ class Worker:
                          self.metrics.retries_scheduled.inc)
             _log_attempt(logging.INFO, "webhook attempt failed; retry scheduled", shard, delivery, result,
                          retry_in_seconds=round(delay, 3))
+
+    def _postpone(self, shard: int, source: str, handle: str, delivery: Delivery) -> None:
+        retry_at = self._clock() + self.settings.postpone_seconds * (1 + self._draw())
+        self._finish(FinishStep(shard, source, handle, "retry", retry_at, delivery.postponed_member()),
+                     self.metrics.postponed.inc)
 
     def _dead_letter(self, shard: int, source: str, handle: str, delivery: Delivery, result: Attempt) -> None:
         dead_fields = {

@@ -93,8 +93,9 @@ def all_keys(prefix: str) -> list[ShardKeys]:
 
 
 def outbox_is_settled(client: Redis | RedisCluster, prefix: str) -> bool:
-    """Nothing left in any outbox stream (entries are deleted once finished)."""
-    return all(client.xlen(keys.outbox) == 0 for keys in all_keys(prefix))
+    """Nothing left to deliver: every outbox stream and retry set is empty (entries are
+    deleted once finished, and a postponed delivery waits in the retry set)."""
+    return all(client.xlen(keys.outbox) == 0 and client.zcard(keys.retry) == 0 for keys in all_keys(prefix))
 
 
 def metric(worker, name: str, **labels: str) -> float:

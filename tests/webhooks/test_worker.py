@@ -229,6 +229,40 @@ def test_deliveries_run_side_by_side_so_a_slow_receiver_holds_up_only_its_own(
         fast.close()
 
 
+def test_a_hanging_receiver_gets_only_its_share_of_the_deliveries_and_the_others_go_on(
+    start_worker, secret: str, redis_client, prefix: str
+) -> None:
+    slow = Receiver(secret, always(HANG)).start()
+    fast = Receiver(secret).start()
+    try:
+        # 4 deliveries side by side, of which at most 3 (a quarter kept for the others) to one receiver.
+        worker = start_worker(concurrency=4, total_timeout=10.0, postpone_seconds=0.1)
+        held = [add_entry(redis_client, prefix, slow.url()) for _ in range(8)]
+        slow.wait_for_count(3)
+        wait_until(lambda: metric(worker, "webhook_deliveries_postponed_total") >= 5, what="the rest put off")
+        started = time.monotonic()
+        for _ in range(10):
+            add_entry(redis_client, prefix, fast.url())
+        fast.wait_for_count(10, timeout=5)
+        assert time.monotonic() - started < 3  # not behind the hanging ones' 10 s
+        assert len(slow.received) == 3
+        # Put off, not tried: still at their first attempt, and no attempt counted for them.
+        keys = {ShardKeys.for_game(prefix, entry["game"]) for entry in held}
+        waiting = [member for shard_keys in keys for member, _ in retry_members(redis_client, shard_keys)]
+        assert waiting and all(member["attempt"] == 1 for member in waiting)
+
+        slow.release()
+        received = slow.wait_for(lambda got: {request.webhook_id for request in got} >= {e["id"] for e in held})
+        assert len(received) == 8  # each once: postponing never sent anything twice
+        wait_until(lambda: outbox_is_settled(redis_client, prefix), what="everything delivered")
+        assert metric(worker, "webhook_attempts_total") == 8 + 10
+        assert metric(worker, "webhook_deliveries_total", outcome="delivered") == 8 + 10
+    finally:
+        slow.release()
+        slow.close()
+        fast.close()
+
+
 def test_stop_lets_a_delivery_in_flight_finish(start_worker, secret: str, redis_client, prefix: str) -> None:
     receiver = Receiver(secret, always(HANG)).start()
     try:
