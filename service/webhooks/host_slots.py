@@ -30,24 +30,26 @@ class HostSlots:
             raise ValueError("the limit per receiver must be at least 1")
         self._limit = limit
         self._lock = threading.Lock()
+        self._freed = threading.Condition(self._lock)
         self._taken: dict[str, int] = {}
 
-    def take(self, receiver: str) -> bool:
-        """Take a slot for ``receiver``; False when it holds ``limit`` already."""
-        with self._lock:
-            taken = self._taken.get(receiver, 0)
-            if taken >= self._limit:
+    def take(self, receiver: str, wait: float = 0.0) -> bool:
+        """Take a slot for ``receiver``, waiting up to ``wait`` seconds for one of its slots
+        to come back; False when it still holds ``limit``."""
+        with self._freed:
+            if not self._freed.wait_for(lambda: self._taken.get(receiver, 0) < self._limit, wait):
                 return False
-            self._taken[receiver] = taken + 1
+            self._taken[receiver] = self._taken.get(receiver, 0) + 1
             return True
 
     def give_back(self, receiver: str) -> None:
-        with self._lock:
+        with self._freed:
             taken = self._taken[receiver] - 1
             if taken:
                 self._taken[receiver] = taken
             else:
                 del self._taken[receiver]  # the map holds only receivers in use: it stays small
+            self._freed.notify_all()
 
     def taken(self, receiver: str) -> int:
         with self._lock:

@@ -66,11 +66,14 @@ class WorkerSettings:
     ``per_receiver`` is how many of the ``concurrency`` deliveries may go to one receiver
     (scheme and authority of the URL) at once; 0, the default, keeps a quarter of them for the
     other receivers (host_slots.py), so a lone receiver still gets most of the worker. A
-    delivery over it is put off ``postpone_seconds`` (up to twice that, with jitter) in the
-    retry set, without counting as an attempt."""
+    delivery over it waits up to ``share_wait_seconds`` for one of its receiver's deliveries to
+    end (a burst to a healthy receiver, whose deliveries take milliseconds, goes on at once),
+    then is put off ``postpone_seconds`` (up to twice that, with jitter) in the retry set,
+    without counting as an attempt."""
 
     concurrency: int = 32
     per_receiver: int = 0
+    share_wait_seconds: float = 0.25
     postpone_seconds: float = 1.0
     max_attempts: int = 8
     backoff_base_seconds: float = 1.0
@@ -92,8 +95,8 @@ class WorkerSettings:
         if min(self.backoff_base_seconds, self.backoff_cap_seconds, self.lease_seconds,
                self.poll_seconds, self.block_seconds, self.postpone_seconds) <= 0:
             raise ValueError("every time setting must be positive")
-        if self.linger_seconds < 0:
-            raise ValueError("linger_seconds must not be negative")
+        if self.linger_seconds < 0 or self.share_wait_seconds < 0:
+            raise ValueError("linger_seconds and share_wait_seconds must not be negative")
 
     @property
     def receiver_limit(self) -> int:
@@ -312,7 +315,7 @@ class Worker:
 
     def _attempt(self, shard: int, source: str, handle: str, delivery: Delivery) -> None:
         receiver = receiver_of(delivery.url)
-        if not self._receivers.take(receiver):
+        if not self._receivers.take(receiver, self.settings.share_wait_seconds):
             self._postpone(shard, source, handle, delivery)
             return
         try:

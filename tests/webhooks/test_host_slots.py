@@ -1,6 +1,9 @@
 """The share of the worker's deliveries one receiver may hold (service/webhooks/host_slots.py)."""
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 
 from service.webhooks.host_slots import HostSlots, receiver_of
@@ -25,6 +28,17 @@ def test_each_receiver_holds_at_most_the_limit_and_gets_slots_back() -> None:
     assert slots.taken("a") == 0
 
 
+def test_a_taker_may_wait_for_a_slot_of_its_receiver_to_come_back() -> None:
+    slots = HostSlots(1)
+    assert slots.take("a")
+    started = time.monotonic()
+    assert not slots.take("a", wait=0.05)
+    assert time.monotonic() - started >= 0.05
+    threading.Timer(0.1, slots.give_back, ("a",)).start()
+    assert slots.take("a", wait=5)
+    assert slots.taken("a") == 1
+
+
 def test_by_default_a_quarter_of_the_deliveries_stays_free_for_other_receivers() -> None:
     assert WorkerSettings(concurrency=32).receiver_limit == 24
     assert WorkerSettings(concurrency=4).receiver_limit == 3
@@ -33,7 +47,7 @@ def test_by_default_a_quarter_of_the_deliveries_stays_free_for_other_receivers()
 
 
 @pytest.mark.parametrize("settings", [{"per_receiver": -1}, {"concurrency": 4, "per_receiver": 5},
-                                      {"postpone_seconds": 0}])
+                                      {"postpone_seconds": 0}, {"share_wait_seconds": -1}])
 def test_unusable_share_settings_are_refused(settings: dict) -> None:
     with pytest.raises(ValueError):
         WorkerSettings(**settings)
