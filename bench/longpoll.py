@@ -38,12 +38,13 @@ sys.path[:0] = [str(ROOT)]
 import redis  # noqa: E402
 
 from tests.e2e.waiters import (  # noqa: E402
-    Connection,
     Follower,
     HealthProbe,
     IdleWaiters,
     Mover,
-    create_games,
+    changed,
+    command_calls,
+    create_quiet_games,
     percentile,
     wake_latencies,
 )
@@ -56,27 +57,12 @@ STEADY_SECONDS = 35.0
 SERVICE_SETTINGS = {"ALLOW_ANONYMOUS_CREATE": "true", "CREATE_QUOTA_PER_MINUTE": "0", "LOG_LEVEL": "WARNING"}
 
 
-def command_calls(client: redis.Redis) -> dict[str, int]:
-    return {name.removeprefix("cmdstat_"): stats["calls"]
-            for name, stats in client.info("commandstats").items() if name != "cmdstat_info"}
-
-
-def delta(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
-    return {name: calls - before.get(name, 0) for name, calls in after.items() if calls != before.get(name, 0)}
-
-
 def ms(seconds: float) -> str:
     return f"{seconds * 1000:.1f} ms"
 
 
 async def run(options, port: int, client: redis.Redis) -> None:
-    created = await create_games(port, options.games)
-    reader = Connection(port)
-    games = []
-    for game in created:
-        answer = await reader.request("GET", f"/v1/games/{game['game']['id']}/events?after=0")
-        games.append((game["game"]["id"], answer.json()["last_seq"]))
-    reader.close()
+    games = await create_quiet_games(port, options.games)
     movers = [Mover(port, seed, options.interval) for seed in range(options.movers)]
     for mover in movers:
         await mover.start()
@@ -98,7 +84,7 @@ async def run(options, port: int, client: redis.Redis) -> None:
     before = command_calls(client)
     quiet_start = time.monotonic()
     await asyncio.sleep(QUIET_SECONDS)
-    quiet = delta(before, command_calls(client))
+    quiet = changed(before, command_calls(client))
     held = idle.held + sum(follower.waiting for follower in followers)
     print(f"quiet {QUIET_SECONDS:.0f} s: {held} waiters held; Redis commands from waiting: "
           f"{sum(quiet.values()) / (time.monotonic() - quiet_start):.1f}/s {quiet or ''}")
@@ -110,7 +96,7 @@ async def run(options, port: int, client: redis.Redis) -> None:
     before = command_calls(client)
     await asyncio.gather(*(mover.play(play_start + options.seconds) for mover in movers))
     await probing
-    played = delta(before, command_calls(client))
+    played = changed(before, command_calls(client))
     moves = [record.seconds for mover in movers for record in mover.moves[done_before[id(mover)]:]]
     latencies = wake_latencies(followers, movers)
     health = [seconds for _, seconds in probe.samples]
@@ -127,7 +113,7 @@ async def run(options, port: int, client: redis.Redis) -> None:
     steady_start = time.monotonic()
     probe = HealthProbe(port)
     await probe.run(steady_start + STEADY_SECONDS)
-    steady = delta(before, command_calls(client))
+    steady = changed(before, command_calls(client))
     health = [seconds for _, seconds in probe.samples]
     seconds = time.monotonic() - steady_start
     repolls = idle.answered - answered_before

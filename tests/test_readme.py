@@ -26,12 +26,11 @@ import pytest
 
 from service.config import Config
 from service.webhooks.signing import WebhookSecret
-from tests.redis_servers import free_port
+from tests.client.served import running
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
 DOCUMENTED_BASE = "http://127.0.0.1:8000"
-STARTUP_SECONDS = 30
 # The walk-through plays one hand against a bot and long-polls once for 2 s; on a loaded
 # two-core machine that stays well under this.
 WALKTHROUGH_SECONDS = 240
@@ -64,44 +63,12 @@ def service_environment() -> dict[str, str]:
     return {key: value for key, value in os.environ.items() if key not in names}
 
 
-def wait_until_healthy(port: int, server: subprocess.Popen) -> None:
-    deadline = time.monotonic() + STARTUP_SECONDS
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise AssertionError(f"ginrummy serve exited with {server.returncode}")
-        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
-        try:
-            connection.request("GET", "/healthz")
-            if connection.getresponse().status == 200:
-                return
-        except OSError:
-            pass  # not listening yet
-        finally:
-            connection.close()
-        time.sleep(0.1)
-    raise AssertionError(f"ginrummy serve did not answer /healthz within {STARTUP_SECONDS} s")
-
-
 @pytest.fixture
 def fresh_service(tmp_path: Path):
-    """``ginrummy serve`` on a free port, started as the quick start starts it; yields the port."""
-    port = free_port()
-    log = (tmp_path / "serve.log").open("wb")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "service.cli", "serve", "--port", str(port)],
-        cwd=REPO, env=service_environment(), stdout=log, stderr=subprocess.STDOUT,
-    )
-    try:
-        wait_until_healthy(port, server)
-        yield port
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-        log.close()
+    """``ginrummy serve`` on a free port with none of the service's settings, as the quick
+    start starts it; yields its base URL."""
+    with running(tmp_path) as served:
+        yield served.url
 
 
 def test_the_walkthrough_is_marked_and_every_request_in_it_fails_loudly():
@@ -123,9 +90,9 @@ def test_the_curl_check_catches_a_request_that_would_pass_silently():
 
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("curl") is None or shutil.which("bash") is None, reason="needs curl and bash")
-def test_the_walkthrough_runs_as_written(fresh_service: int, tmp_path: Path):
+def test_the_walkthrough_runs_as_written(fresh_service: str, tmp_path: Path):
     blocks = marked_blocks("walkthrough", "sh")
-    script = "\n".join(blocks).replace(f"BASE={DOCUMENTED_BASE}", f"BASE=http://127.0.0.1:{fresh_service}", 1)
+    script = "\n".join(blocks).replace(f"BASE={DOCUMENTED_BASE}", f"BASE={fresh_service}", 1)
     assert ":8000" not in script
     workdir = tmp_path / "walkthrough"
     workdir.mkdir()

@@ -8,6 +8,8 @@ and an undercut costs the knocker the bonus.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from service import rules
 from service.rules.melds import best_discard_mask, min_deadwood_mask
 
@@ -39,6 +41,16 @@ FEEDING_GAP = 0.1
 
 
 def choose(obs: rules.Observation) -> Choice:
+    return play(obs, best_ranked)
+
+
+# (observation, knowledge, the card index that may not be discarded) -> the card index to discard
+PickDiscard = Callable[[rules.Observation, Knowledge, int], int]
+
+
+def play(obs: rules.Observation, pick_discard: PickDiscard) -> Choice:
+    """The standard policy's move, with ``pick_discard`` choosing the card of a plain discard
+    (the strong policy changes only that)."""
     if obs.phase is rules.Phase.LAYOFF:
         return lay_off(obs)
     knowledge = know(obs)
@@ -47,8 +59,12 @@ def choose(obs: rules.Observation) -> Choice:
         deadwood, best, _ = best_discard_mask(obs.cards, forbidden)
         if deadwood <= obs.rules.knock_limit and wants_knock(obs, deadwood):
             return knock_or_wait(obs, knowledge, best, deadwood)
-        return discard(obs, knowledge, rank_discards(obs.cards, forbidden, obs, knowledge)[0][1])
+        return discard(obs, knowledge, pick_discard(obs, knowledge, forbidden))
     return draw(obs, knowledge)
+
+
+def best_ranked(obs: rules.Observation, knowledge: Knowledge, forbidden: int) -> int:
+    return rank_discards(obs.cards, forbidden, obs, knowledge)[0][1]
 
 
 def wants_knock(obs: rules.Observation, deadwood: int) -> bool:

@@ -10,12 +10,11 @@ them, lets the hand knock.
 from __future__ import annotations
 
 from service import rules
-from service.rules.melds import best_discard_mask
 
-from .choices import Choice, lay_off
+from .choices import Choice
 from .evaluation import outs_to
-from .knowledge import know
-from .standard import discard, draw, knock_or_wait, rank_discards, wants_knock
+from .knowledge import Knowledge
+from .standard import play, rank_discards
 
 # The standard ranking's best few discards get the look ahead; each costs one solver call per
 # unseen card, and five keep decisions at 0.35 ms median, 2.7 ms p99 (bench/bots.py).
@@ -29,17 +28,13 @@ KNOCK_WORTH = 30.0
 
 
 def choose(obs: rules.Observation) -> Choice:
-    if obs.phase is rules.Phase.LAYOFF:
-        return lay_off(obs)
-    knowledge = know(obs)
-    if obs.phase is not rules.Phase.DISCARD:
-        return draw(obs, knowledge)
-    hand, forbidden = obs.cards, obs.taken.index if obs.taken else -1
-    deadwood, best, _ = best_discard_mask(hand, forbidden)
-    if deadwood <= obs.rules.knock_limit and wants_knock(obs, deadwood):
-        return knock_or_wait(obs, knowledge, best, deadwood)
+    return play(obs, nearest_knock)
+
+
+def nearest_knock(obs: rules.Observation, knowledge: Knowledge, forbidden: int) -> int:
+    """Of the standard ranking's best discards, the one that best keeps a knock within a draw."""
+    hand = obs.cards
     stock_odds = sum(knowledge.live) or 1.0
     limit = obs.rules.knock_limit
     shortlist = rank_discards(hand, forbidden, obs, knowledge)[:CANDIDATES]
-    index = min((score - KNOCK_WORTH * outs_to(hand ^ 1 << i, knowledge, limit) / stock_odds, i) for score, i in shortlist)[1]
-    return discard(obs, knowledge, index)
+    return min((score - KNOCK_WORTH * outs_to(hand ^ 1 << i, knowledge, limit) / stock_odds, i) for score, i in shortlist)[1]

@@ -8,30 +8,12 @@ decoded with the engine. ``last_hand`` is left out: it shows the hands after the
 """
 from __future__ import annotations
 
-import re
-
 import pytest
 
+from tests.api.checks import AFTER_THE_HAND, cards_in, current_part
 from tests.api.support import Table, holding, play_one, stock
 
-CARD = re.compile(r"^[A2-9TJQK][cdhs]$")
 HANDS_CHECKED = 3
-# Events about finished hands reveal them, like last_hand does.
-AFTER_THE_HAND = {"hand_scored", "match_finished"}
-
-
-def cards_in(node: object) -> set[str]:
-    if isinstance(node, str):
-        return {node} if CARD.match(node) else set()
-    if isinstance(node, dict):
-        return set().union(*(cards_in(v) for v in node.values())) if node else set()
-    if isinstance(node, list):
-        return set().union(*(cards_in(v) for v in node)) if node else set()
-    return set()
-
-
-def current_part(view: dict) -> dict:
-    return {key: value for key, value in view.items() if key not in ("last_hand", "result")}
 
 
 def seen_by(table: Table, viewer: int | None, hand_number: int) -> set[str]:

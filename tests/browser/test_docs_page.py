@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.client.served import Served, in_ci, serve, stop
+from tests.client.served import Served, in_ci, running
 
 pytestmark = pytest.mark.slow
 
@@ -46,11 +46,8 @@ def chromium() -> str:
 
 @pytest.fixture(scope="module")
 def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    process, served = serve(tmp_path_factory.mktemp("serve"))
-    try:
+    with running(tmp_path_factory.mktemp("serve")) as served:
         yield served
-    finally:
-        stop(process)
 
 
 class Docs:

@@ -5,14 +5,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.client.served import Served, serve, stop
+from tests.client.served import Served, running
 
 
 @pytest.fixture(scope="module")
 def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     """The quick start's service: embedded store, anonymous creation allowed."""
-    process, served = serve(tmp_path_factory.mktemp("serve"))
-    try:
+    with running(tmp_path_factory.mktemp("serve")) as served:
         yield served
-    finally:
-        stop(process)

@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,6 +47,16 @@ def serve(directory: Path, **settings: str) -> tuple[subprocess.Popen, Served]:
             stop(process)
             raise RuntimeError(f"ginrummy serve did not start:\n{log.read_text()[-3000:]}")
         time.sleep(0.05)
+
+
+@contextmanager
+def running(directory: Path, **settings: str) -> Iterator[Served]:
+    """``serve`` for the length of a ``with`` block."""
+    process, served = serve(directory, **settings)
+    try:
+        yield served
+    finally:
+        stop(process)
 
 
 def stop(process: subprocess.Popen) -> None:

@@ -146,7 +146,11 @@ def test_tmp_is_the_only_writable_place_of_the_api(manifests) -> None:
 
 def config_environment(manifests: list[dict]) -> dict[str, str]:
     """The environment a pod of the Deployment gets from its ConfigMap and Secret."""
-    container = api_container(manifests)
+    return container_environment(manifests, api_container(manifests))
+
+
+def container_environment(manifests: list[dict], container: dict) -> dict[str, str]:
+    """The environment ``container`` gets from the ConfigMaps and Secrets it names."""
     environment: dict[str, str] = {}
     for source in container["envFrom"]:
         environment |= only(manifests, "ConfigMap", source["configMapRef"]["name"])["data"]

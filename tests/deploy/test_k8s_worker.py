@@ -10,7 +10,7 @@ from service.config import Config, ConfigError
 from service.webhooks.sender import TOTAL_TIMEOUT_SECONDS
 from service.webhooks.worker import WorkerSettings
 from tests.deploy.support import REPO, real_secrets, tool
-from tests.deploy.test_k8s_manifests import API, WORKER, only, secret_values, selects
+from tests.deploy.test_k8s_manifests import API, WORKER, container_environment, only, selects
 from tests.webhooks.support import new_secret
 
 SECRET_ENV = ("REDIS_URL", "WEBHOOK_SECRET", "SERVER_SECRET", "METRICS_TOKEN")
@@ -26,14 +26,7 @@ def worker_container(manifests: list[dict]) -> dict:
 
 def worker_environment(manifests: list[dict]) -> dict[str, str]:
     """The environment a worker pod gets from its ConfigMap and Secret."""
-    container = worker_container(manifests)
-    environment: dict[str, str] = {}
-    for source in container["envFrom"]:
-        environment |= only(manifests, "ConfigMap", source["configMapRef"]["name"])["data"]
-    for variable in container["env"]:
-        reference = variable["valueFrom"]["secretKeyRef"]
-        environment[variable["name"]] = secret_values(only(manifests, "Secret", reference["name"]))[reference["key"]]
-    return environment
+    return container_environment(manifests, worker_container(manifests))
 
 
 def real_worker_environment(manifests: list[dict]) -> dict[str, str]:

@@ -24,7 +24,9 @@ from tests.e2e.waiters import (
     HealthProbe,
     IdleWaiters,
     Mover,
-    create_games,
+    changed,
+    command_calls,
+    create_quiet_games,
     percentile,
     wake_latencies,
 )
@@ -55,16 +57,6 @@ def own_redis(tmp_path) -> Iterator[RedisServer]:
     server.stop()
 
 
-def command_calls(client: redis.Redis) -> dict[str, int]:
-    """Calls per command so far, leaving out the INFO that reads them."""
-    return {name.removeprefix("cmdstat_"): stats["calls"]
-            for name, stats in client.info("commandstats").items() if name != "cmdstat_info"}
-
-
-def changed(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
-    return {name: calls - before.get(name, 0) for name, calls in after.items() if calls != before.get(name, 0)}
-
-
 async def until_read(client: redis.Redis, lrange_before: int, reads: int, timeout: float = 60) -> None:
     """Wait until the server has read the events of ``reads`` more long-polls (one LRANGE
     each, before it waits): then all of them are waiting."""
@@ -76,13 +68,7 @@ async def until_read(client: redis.Redis, lrange_before: int, reads: int, timeou
 
 async def scenario(port: int, client: redis.Redis) -> dict:
     figures: dict = {}
-    created = await create_games(port, IDLE_GAMES)
-    seqs = Connection(port)
-    idle_games = []
-    for game in created:
-        answer = await seqs.request("GET", f"/v1/games/{game['game']['id']}/events?after=0")
-        idle_games.append((game["game"]["id"], answer.json()["last_seq"]))
-    seqs.close()
+    idle_games = await create_quiet_games(port, IDLE_GAMES)
 
     probe = HealthProbe(port)
     probing = asyncio.ensure_future(probe.run(until=time.monotonic() + 600))
@@ -194,14 +180,8 @@ def one_worker(start_gunicorn, redis_url: str, test_prefix: str):
 
 
 def new_game(port: int) -> tuple[str, int]:
-    async def create() -> tuple[str, int]:
-        [created] = await create_games(port, 1, concurrency=1)
-        connection = Connection(port)
-        answer = await connection.request("GET", f"/v1/games/{created['game']['id']}/events?after=0")
-        connection.close()
-        return created["game"]["id"], answer.json()["last_seq"]
-
-    return asyncio.run(create())
+    [game] = asyncio.run(create_quiet_games(port, 1, concurrency=1))
+    return game
 
 
 def test_a_client_that_hangs_up_frees_its_slot_at_once(one_worker) -> None:

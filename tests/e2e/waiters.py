@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from redis import Redis
+
 from tests.e2e.players import ACTION_EVENTS, next_move
 
 PLAYERS = [{"name": "Ann"}, {"name": "Bob"}]
@@ -126,6 +128,32 @@ async def create_games(port: int, count: int, headers: dict | None = None, concu
     shares = [count // concurrency + (1 if n < count % concurrency else 0) for n in range(concurrency)]
     await asyncio.gather(*(creator(share) for share in shares if share))
     return created
+
+
+async def create_quiet_games(port: int, count: int, concurrency: int = 16) -> list[tuple[str, int]]:
+    """``count`` new matches, each as (game id, seq of its last event): where a long-poll that
+    is to wait for the next event starts."""
+    created = await create_games(port, count, concurrency=concurrency)
+    connection = Connection(port)
+    try:
+        games = []
+        for game in created:
+            answer = await connection.request("GET", f"/v1/games/{game['game']['id']}/events?after=0")
+            games.append((game["game"]["id"], answer.json()["last_seq"]))
+        return games
+    finally:
+        connection.close()
+
+
+def command_calls(client: Redis) -> dict[str, int]:
+    """Calls per Redis command so far (INFO commandstats), leaving out the INFO that reads them."""
+    return {name.removeprefix("cmdstat_"): stats["calls"]
+            for name, stats in client.info("commandstats").items() if name != "cmdstat_info"}
+
+
+def changed(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    """The commands whose calls differ between two ``command_calls`` readings, with the difference."""
+    return {name: calls - before.get(name, 0) for name, calls in after.items() if calls != before.get(name, 0)}
 
 
 @dataclass
