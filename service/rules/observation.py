@@ -52,14 +52,6 @@ class Observation:
     # (so its games replay), unpredictable otherwise; derived so that it reveals nothing of the deck.
     entropy: int
 
-    @property
-    def my_score(self) -> int:
-        return self.scores[self.seat]
-
-    @property
-    def their_score(self) -> int:
-        return self.scores[self.opponent]
-
 
 def observe(match: Match, seat: int) -> Observation:
     """What ``seat``, one of the two seats playing the current hand, knows now.

@@ -115,11 +115,6 @@ def stop_waiting() -> None:
         notifier.wake_all(Wake.SHUTDOWN)
 
 
-def stopping() -> bool:
-    """Whether stop_waiting was called in this process."""
-    return _stopping
-
-
 class Waiter:
     """One long-poll on one channel, waiting for a count above ``after``."""
 
