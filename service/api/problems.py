@@ -17,7 +17,7 @@ import marshmallow as ma
 from flask import Flask, Response
 from werkzeug.exceptions import HTTPException
 
-from service.api.openapi import HEADERS, RETRY_AFTER, header_ref
+from service.api.openapi import HEADERS, RETRY_AFTER, documentation_only, header_ref
 from service.problems import PROBLEM_MIMETYPE, PROBLEM_TYPE_PREFIX, problem_body
 from service.problems import problem as problem_json
 from service.rules import GameError
@@ -337,14 +337,15 @@ def documents_problems(blp, problems: Mapping[int, Iterable[str]], limited: bool
             func.__doc__ = f"{inspect.cleandoc(func.__doc__)}\n\nProblems (status and `code`): {listed}."
         for status, codes in [*problems.items(), ("default", ["internal_error"])]:
             if limited:
-                func = blp.alt_response(status, response=PROBLEM_RESPONSES[status].name)(func)
+                documented = blp.alt_response(status, response=PROBLEM_RESPONSES[status].name)
             else:
-                func = blp.alt_response(status, schema=ProblemSchema, content_type=PROBLEM_MEDIA_TYPE,
-                                        description=PROBLEM_RESPONSES[status].meaning,
-                                        headers={RETRY_AFTER: header_ref(RETRY_AFTER)}
-                                        if status in RETRY_AFTER_STATUSES else None,
-                                        examples={code: {"summary": TITLES[code], "value": _made_up(status, code)}
-                                                  for code in codes})(func)
+                documented = blp.alt_response(status, schema=ProblemSchema, content_type=PROBLEM_MEDIA_TYPE,
+                                              description=PROBLEM_RESPONSES[status].meaning,
+                                              headers={RETRY_AFTER: header_ref(RETRY_AFTER)}
+                                              if status in RETRY_AFTER_STATUSES else None,
+                                              examples={code: {"summary": TITLES[code], "value": _made_up(status, code)}
+                                                        for code in codes})
+            func = documentation_only(documented, func)
         return func
 
     return decorator

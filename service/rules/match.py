@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
+from functools import lru_cache
 from enum import Enum
 
 from .actions import Advise, Resign, TurnAction
@@ -284,7 +285,14 @@ def time_out(match: Match, now: float) -> tuple[Match, list[Event]]:
 
 def iso_time(epoch_seconds: float) -> str:
     """An epoch time as ISO 8601 UTC, to the second (``2026-12-01T10:00:00Z``)."""
-    return datetime.fromtimestamp(int(epoch_seconds), timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return _iso_second(int(epoch_seconds))
+
+
+# Every save writes its game's tombstone expiry, and the saves of one second share the text
+# (formatting it: 1.7 us; a cache hit: 0.1 us).
+@lru_cache(maxsize=256)
+def _iso_second(epoch_second: int) -> str:
+    return datetime.fromtimestamp(epoch_second, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _advise(match: Match, seat: int, action: Advise, bot: bool) -> tuple[Match, list[Event]]:

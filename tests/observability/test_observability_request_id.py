@@ -1,6 +1,7 @@
 """X-Request-ID: taken from the client when harmless, else generated; echoed on every response."""
 from __future__ import annotations
 
+import multiprocessing
 import re
 
 import pytest
@@ -21,6 +22,25 @@ def test_every_request_gets_a_different_generated_id(make_app):
     client = make_app().test_client()
     ids = {client.get("/v1/games/g_1").headers["X-Request-ID"] for _ in range(5)}
     assert len(ids) == 5
+
+
+_FORKED_APP = []  # the app the forked children use (inherited, not pickled)
+
+
+def _generated_ids(count: int) -> list[str]:
+    client = _FORKED_APP[0].test_client()
+    return [client.get("/v1/games/g_1").headers["X-Request-ID"] for _ in range(count)]
+
+
+def test_forked_workers_generate_different_ids(make_app):
+    # gunicorn forks its workers from one master: ids made from a generator seeded before the
+    # fork would repeat in every worker.
+    _FORKED_APP[:] = [make_app()]
+    _generated_ids(1)
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        children = pool.map(_generated_ids, [3, 3])
+    ids = [*_generated_ids(3), *children[0], *children[1]]
+    assert len(set(ids)) == 9
 
 
 @pytest.mark.parametrize("offered", ["abc", "Req-1.2_3", "x" * 128, "0"])

@@ -36,7 +36,7 @@ from service.api.games.schemas import (
     ViewHeadersSchema,
 )
 from service.api.games.view_schema import GameViewSchema
-from service.api.openapi import API_KEY_ONLY, NO_CREDENTIALS, PLAYER_ONLY
+from service.api.openapi import API_KEY_ONLY, NO_CREDENTIALS, PLAYER_ONLY, documentation_only
 from service.api.parser import ApiBlueprint
 from service.api.problems import documents_problems
 from service.games import Caller, Created, Reply, Retry, request_fingerprint
@@ -427,11 +427,11 @@ def _action_view(endpoint: ActionEndpoint) -> Callable:
     documented = blp.arguments(ActionHeadersSchema(), location="headers")(documented)
     if endpoint.query is not None:
         documented = blp.arguments(endpoint.query(), location="query")(documented)
-    documented = blp.doc(
+    documented = documentation_only(blp.doc(
         operationId=endpoint.operation_id,
         security=PLAYER_ONLY,
         responses={200: {"links": _links("$response.body#/id", GAME_OPERATIONS)}},
-    )(documented)
+    ), documented)
     return _checked_first(lambda: required_token(request))(documented)
 
 
