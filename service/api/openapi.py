@@ -28,6 +28,8 @@ public (spectator) view. Every action answers with the actor's new view and an `
 carrying the game's version; send it back in `If-Match` to act only on that version, and
 add an `Idempotency-Key` to retry safely. Errors are `application/problem+json` with a
 stable `code` to branch on. Cards are written rank then suit: `As`, `Td`, `Kh`.
+The rules the engine enforces, both variants and every rule option, are served at
+[/docs/rules.md](/docs/rules.md).
 
 Responses may gain fields in later versions of this API: ignore the ones you do not know.
 """
@@ -36,12 +38,11 @@ LICENSE = {"name": "MIT", "url": "https://spdx.org/licenses/MIT.html"}
 # Relative: the document describes whichever deployment serves it (and /docs tries requests
 # against that same origin).
 SERVERS = [{"url": "/", "description": "The service that serves this document"}]
-# The rules live in the repository next to this document (openapi/openapi.json): the reference
-# is relative to the document's own place there, so it holds in any clone or repository
-# browser without naming a host the project may leave.
+# Relative, so that it holds both where the document is read: from openapi/openapi.json in any
+# clone or repository browser it is the repository's docs/rules.md, and from the page /docs of a
+# running service it is /docs/rules.md, where the service serves the same text.
 EXTERNAL_DOCS = {
-    "description": "The rules the engine enforces, both variants and every rule option: docs/rules.md in the "
-                   "service's repository",
+    "description": "The rules the engine enforces, both variants and every rule option",
     "url": "../docs/rules.md",
 }
 

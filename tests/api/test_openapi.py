@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from urllib.parse import urljoin, urlsplit
 
 import pytest
 from openapi_spec_validator import validate
@@ -13,7 +14,7 @@ from tests.api.conftest import build_app
 
 CHECKED_IN = Path(__file__).resolve().parents[2] / "openapi" / "openapi.json"
 # Routes outside the API contract: Prometheus metrics and the UI's static files.
-UNDOCUMENTED = {"/metrics", "/docs/start.js", "/docs/assets/<path:filename>", "/static/<path:filename>"}
+UNDOCUMENTED = {"/metrics", "/docs/start.js", "/docs/assets/<path:filename>", "/docs/rules.md", "/static/<path:filename>"}
 
 
 @pytest.fixture(scope="module")
@@ -214,6 +215,14 @@ def test_the_document_names_its_publisher_server_and_rules(spec):
     # Relative to openapi/openapi.json in the repository: the rules file next to it.
     target = (CHECKED_IN.parent / spec["externalDocs"]["url"]).resolve()
     assert target == CHECKED_IN.parents[1] / "docs" / "rules.md" and target.is_file()
+
+
+def test_the_rules_link_works_from_the_served_docs_page(app, spec):
+    # Swagger UI writes the link as given; the browser resolves it against the page /docs.
+    path = urlsplit(urljoin("http://service.example/docs", spec["externalDocs"]["url"])).path
+    response = app.test_client().get(path)
+    assert response.status_code == 200 and response.mimetype == "text/markdown"
+    assert response.get_data(as_text=True) == (CHECKED_IN.parents[1] / "docs" / "rules.md").read_text(encoding="utf-8")
 
 
 def nodes(node: object):

@@ -1,8 +1,9 @@
 """/docs as a person uses it, in headless Chromium: create a match against the standard bot
 with Try it out, Authorize with the token it returns, read the view, and make the first move
-with the form as Swagger UI fills it (plus the body typed in) -> 200. No request leaves the
-service, the console shows no error and no Content-Security-Policy violation. A screenshot of
-the page is kept under the test's temporary folder (its path is printed).
+with the form as Swagger UI fills it (plus the body typed in) -> 200, then open the rules the
+description links to. No request leaves the service, the console shows no error and no
+Content-Security-Policy violation. A screenshot of the page is kept under the test's temporary
+folder (its path is printed).
 
 The browser is Debian's ``chromium`` package (the machine cannot download Playwright's own
 builds); .ci/run installs it, and under CI=true a missing browser fails the test.
@@ -132,6 +133,15 @@ def test_a_first_move_from_the_docs(chromium, service: Served, tmp_path):
             assert moved["body"]["version"] > view["body"]["version"]
             # Swagger UI's own defaults send no version and no idempotency key.
             assert {"if-match", "idempotency-key"}.isdisjoint(moved["request"])
+
+            # The rules, linked from the description, open as text from the service itself.
+            with page.context.expect_page() as opened:
+                page.locator(".info a", has_text="/docs/rules.md").click()
+            rules = opened.value
+            rules.wait_for_load_state()
+            assert rules.url == f"{service.url}/docs/rules.md"
+            assert rules.locator("body").inner_text().startswith("# Gin Rummy: the rules this service enforces")
+            rules.close()
 
             violations = page.evaluate("window.__cspViolations")
             screenshot = tmp_path / "docs.png"

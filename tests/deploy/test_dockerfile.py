@@ -114,6 +114,17 @@ def test_build_context_leaves_out(path: str) -> None:
     assert dockerignore_excludes(path, dockerignore_patterns())
 
 
+def test_packaged_links_resolve_inside_the_build_context() -> None:
+    # A link under service/ (the rules served at /docs/rules.md) is followed when the wheel is
+    # built: what it points to must be copied as well.
+    copied = [REPO / source.rstrip("/") for source in copied_sources()]
+    links = [path for path in (REPO / "service").rglob("*") if path.is_symlink()]
+    assert links
+    for link in links:
+        target = link.resolve()
+        assert target.is_file() and any(target == c or c in target.parents for c in copied), link
+
+
 def test_service_sources_reach_the_build_context() -> None:
     sources = sorted(path.relative_to(REPO).as_posix() for path in (REPO / "service").rglob("*.py"))
     assert sources

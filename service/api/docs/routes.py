@@ -1,8 +1,13 @@
 """/docs (Swagger UI) and /openapi.json. The UI's assets come from the installed
-``swagger_ui_bundle`` package, so the docs work without any CDN or internet access."""
+``swagger_ui_bundle`` package, so the docs work without any CDN or internet access.
+
+The document's ``externalDocs`` names the rules as ``../docs/rules.md``: relative to the checked-in
+document that is the repository's docs/rules.md, and from the page /docs it is /docs/rules.md,
+which serves the same text (packaged with the service)."""
 from __future__ import annotations
 
 import json
+from importlib import resources
 
 from flask import Blueprint, Flask, Response, current_app, render_template_string, send_from_directory, url_for
 from flask.views import MethodView
@@ -19,6 +24,7 @@ blp = ApiBlueprint("docs", __name__, description="This documentation.")
 assets = Blueprint("docs_assets", __name__)
 
 ASSET_MAX_AGE_SECONDS = 3600
+RULES_TEXT = resources.files(__package__).joinpath("rules.md").read_text(encoding="utf-8")
 PAGE = """<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -88,3 +94,11 @@ def start_script() -> Response:
 @assets.route("/docs/assets/<path:filename>", endpoint="asset")
 def asset(filename: str) -> Response:
     return send_from_directory(swagger_ui_path, filename, max_age=ASSET_MAX_AGE_SECONDS)
+
+
+@assets.route("/docs/rules.md", endpoint="rules")
+def rules_text() -> Response:
+    response = Response(RULES_TEXT, mimetype="text/markdown")
+    response.cache_control.max_age = ASSET_MAX_AGE_SECONDS
+    response.cache_control.public = True
+    return response
