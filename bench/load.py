@@ -621,22 +621,28 @@ class Memory:
 
 
 def memory_per_match(redis_url: str, prefix: str) -> Memory:
-    """Group the service's keys by game (``<prefix>{<id>}:s|e|i:<key>``, service/store/redis.py)."""
+    """Group the service's keys by game (``<prefix>{<id>}:s|e|x|i:<key>``, service/store/keys.py).
+    A finished match's events are archived in its state hash (field ``a``): counted as events."""
     memory = Memory()
     with redis.Redis.from_url(redis_url, decode_responses=True) as client:
-        games: dict[str, dict[str, int]] = defaultdict(lambda: {"state": 0, "events": 0, "idempotency": 0})
+        games: dict[str, dict[str, int]] = defaultdict(
+            lambda: {"state": 0, "events": 0, "tombstone": 0, "idempotency": 0})
         finished: set[str] = set()
         for key in client.scan_iter(match=f"{prefix}{{g_*}}:*", count=1000):
-            tagged, _, kind = key[len(prefix):].partition(":")  # "{g_...}", "s" | "e" | "i"
+            tagged, _, kind = key[len(prefix):].partition(":")  # "{g_...}", "s" | "e" | "x" | "i:..."
             game_id = tagged.strip("{}")
             usage = client.memory_usage(key, samples=0) or 0
             if kind == "s":
-                games[game_id]["state"] += usage
+                archived = client.hstrlen(key, "a")
+                games[game_id]["state"] += usage - archived
+                games[game_id]["events"] += archived
                 record = json.loads(client.hget(key, "s"))
                 if record["m"]["result"] is not None:
                     finished.add(game_id)
             elif kind == "e":
                 games[game_id]["events"] += usage
+            elif kind == "x":
+                games[game_id]["tombstone"] += usage
             else:
                 games[game_id]["idempotency"] += usage
         for game_id, usage in games.items():
@@ -674,7 +680,8 @@ def print_memory(memory: Memory) -> None:
     for label, rows in (("active", memory.active), ("finished", memory.finished)):
         total = [sum(row.values()) for row in rows]
         print(f"  {label} matches: {len(rows)}; mean bytes state {mean(rows, 'state'):,.0f}, events "
-              f"{mean(rows, 'events'):,.0f}, idempotency {mean(rows, 'idempotency'):,.0f}; total mean "
+              f"{mean(rows, 'events'):,.0f}, tombstone {mean(rows, 'tombstone'):,.0f}, idempotency "
+              f"{mean(rows, 'idempotency'):,.0f}; total mean "
               f"{statistics.fmean(total) if total else float('nan'):,.0f}, max {max(total, default=0):,}")
     if memory.events:
         print(f"  events per active match: mean {statistics.fmean(memory.events):.0f}, max {max(memory.events)}")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import logging
 import zlib
 from dataclasses import dataclass
 
@@ -17,7 +18,9 @@ from service.games import notices
 from service.games.context import Context
 from service.games.errors import Unauthorized, Unprocessable
 from service.games.record import Record
-from service.store.base import Effects, IdempotentResponse, Loaded
+from service.store.base import Effects, IdempotentResponse, Loaded, StoreError
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -108,6 +111,16 @@ def commit(ctx: Context, game_id: str, expected_version: int, before: rules.Matc
             ctx.metrics.record_move(event.type.value)
     if ended:
         ctx.metrics.record_game_finished(match.variant)
+        _archive_events(ctx, game_id)
+
+
+def _archive_events(ctx: Context, game_id: str) -> None:
+    """Compress the events of a match that just ended. The change is saved already: a store
+    that fails now only leaves them as they were (and the answer stands)."""
+    try:
+        ctx.store.archive_events(game_id)
+    except StoreError:
+        logger.warning("the events of finished game %s stay unarchived: the store failed", game_id)
 
 
 _MOVES = frozenset(kind.value for kind in rules.ActionType)

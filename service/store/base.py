@@ -172,6 +172,11 @@ class GameStore(abc.ABC):
     def wait_for_events(self, game_id: str, after: int, timeout: float) -> list[str]:
         """Like ``events`` but, while there are none, waits up to ``timeout`` seconds."""
 
+    def archive_events(self, game_id: str) -> None:
+        """Keep a finished game's events in less room; ``events`` answers the same as before.
+        Worth it only where games are kept for long in a shared server: a store that does not
+        compress them keeps them as they are. Raises StoreError."""
+
     @abc.abstractmethod
     def index_page(self, player: str, which: IndexList, before: tuple[int, str] | None,
                    limit: int) -> list[tuple[int, str, str]]:

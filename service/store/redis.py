@@ -5,9 +5,10 @@ are drawn so that the slot of that tag is the slot of the game's shard (``{s<k>}
 outbox, deadlines and player index). Each script therefore touches a single slot, and the
 same code runs on a single server and on Redis Cluster.
 
-``load`` and every write are one round trip each. Both scripts carry the ``#!lua`` shebang,
-so a Redis over its ``maxmemory`` refuses them before they run (StoreFull: nothing half
-written, reads still served). A down or hung Redis makes a call fail with StoreError within
+``load`` and every write are one round trip each; a finished game's events are then archived
+(two more: one compressed text in its state hash instead of a list, ``archive.py``). The
+scripts carry the ``#!lua`` shebang, so a Redis over its ``maxmemory`` refuses them before
+they run (StoreFull: nothing half written, reads still served). A down or hung Redis makes a call fail with StoreError within
 about two seconds instead of blocking a worker.
 
 Long-polls wait on the game's shard channel, which both scripts publish to
@@ -36,7 +37,7 @@ from redis.retry import Retry
 
 from service import ids
 from service.rules.match import iso_time
-from service.store import notify
+from service.store import archive, notify
 from service.store.base import (
     Effects,
     GameExpired,
@@ -173,6 +174,20 @@ return 'ok'
 """
 
 
+# KEYS: state, events. ARGV: 1 the length of the events list as read, 2 its archive.
+# Replaces the list with the archive only if it is still what was read (a rematch notice may
+# have been appended meanwhile) and the game still exists (HSET would make a key that never
+# expires). The events it held are then counted as trimmed from the list ('o').
+ARCHIVE_LUA = """#!lua
+if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('HEXISTS', KEYS[1], 'a') == 1 then return 0 end
+if redis.call('LLEN', KEYS[2]) ~= tonumber(ARGV[1]) then return 0 end
+redis.call('HSET', KEYS[1], 'a', ARGV[2])
+redis.call('HINCRBY', KEYS[1], 'o', ARGV[1])
+redis.call('DEL', KEYS[2])
+return 1
+"""
+
+
 @dataclass(frozen=True)
 class _Connection:
     """A client with its pool, and the scripts registered on it."""
@@ -180,6 +195,7 @@ class _Connection:
     client: Redis | RedisCluster
     create: Script
     save: Script
+    archive: Script
     notifier: notify.Notifier
 
 
@@ -286,7 +302,8 @@ class RedisStore(GameStore):
             raise VersionConflict(f"game {game_id} is no longer at version {expected_version}")
 
     def events(self, game_id: str, after: int) -> list[str]:
-        """Stored events numbered above ``after``, one round trip.
+        """Stored events numbered above ``after``: one round trip, two for a game whose list
+        starts later (past ``max_events``, or archived).
 
         Raises GameExpired, GameMissing, StoreError."""
         keys = self._keys(game_id)
@@ -294,15 +311,29 @@ class RedisStore(GameStore):
         with _store_errors():
             client = self._connection().client
             pipe = client.pipeline(transaction=False)
-            pipe.hmget(keys.state, "v", "o")
+            pipe.hmget(keys.state, "v", "o", "a")
             pipe.lrange(keys.events, after, -1)
-            (version, offset), found = pipe.execute()
-            # Only a game past max_events has dropped events: its list starts later.
-            if version is not None and int(offset or 0):
-                found = client.lrange(keys.events, max(after - int(offset), 0), -1)
+            (version, offset, archived), found = pipe.execute()
+            offset = int(offset or 0)
+            if version is not None and offset:
+                found = client.lrange(keys.events, max(after - offset, 0), -1)
         if version is None:
             self._missing(keys)
+        if archived is not None and after < offset:
+            earlier = archive.unpack(archived)
+            # The archive holds the events just before the list: the last one is number ``offset``.
+            found = earlier[max(after - (offset - len(earlier)), 0):] + found
         return found
+
+    def archive_events(self, game_id: str) -> None:
+        """Replace a finished game's list of events by one compressed text in its state hash
+        (``events`` answers as before): two round trips. Raises StoreError."""
+        keys = self._keys(game_id)
+        with _store_errors():
+            built = self._connection()
+            found = built.client.lrange(keys.events, 0, -1)
+            if found:
+                built.archive(keys=[keys.state, keys.events], args=[len(found), archive.pack(found)])
 
     def wait_for_events(self, game_id: str, after: int, timeout: float) -> list[str]:
         """Events numbered above ``after``, waiting up to ``timeout`` s while there are none.
@@ -420,7 +451,7 @@ class RedisStore(GameStore):
                     client = _client(self._url, self._is_cluster, self._options)
                     self._built = _Connection(
                         client, client.register_script(CREATE_LUA), client.register_script(SAVE_LUA),
-                        notify.Notifier(client, self._max_waiters),
+                        client.register_script(ARCHIVE_LUA), notify.Notifier(client, self._max_waiters),
                     )
         return self._built
 

@@ -5,9 +5,12 @@ import threading
 import time
 
 import pytest
+import redis
 
+from service.store import RedisStore, StoreError
+from service.store.keys import game_keys
 from tests.api.conftest import build_app
-from tests.api.support import Table, seat_to_act, store_of
+from tests.api.support import Table, play_one, seat_to_act, store_of
 
 
 @pytest.fixture
@@ -73,3 +76,49 @@ def test_the_server_caps_the_wait(redis_url, key_prefix):
     assert events(table, after=last, wait=30)["events"] == []
     assert time.monotonic() - started < 3
     store_of(app).close()
+
+
+# A finished match is kept in Redis as its state, with its events in one compressed field.
+FINISHED_MATCH_MAX_BYTES = 16 * 1024
+
+
+@pytest.mark.slow
+def test_a_finished_match_keeps_its_events_compressed_and_reads_them_alike(redis_app, redis_url, key_prefix):
+    # Gin only, to 60: a long match (dead hands run the stock out), 400+ events.
+    table = Table.open(redis_app, redis_app.test_client(), "classic", seed=0,
+                       rules={"knock_limit": 0, "target_score": 60})
+    while table.view()["status"] == "active":
+        before = {seat: events(table, seat) for seat in (None, 0, 1)}
+        response = play_one(table)
+        assert response.status_code == 200
+    after = {seat: events(table, seat) for seat in (None, 0, 1)}
+    for seat, page in after.items():
+        assert page["events"][:len(before[seat]["events"])] == before[seat]["events"]
+        assert [e["seq"] for e in page["events"]] == list(range(1, page["last_seq"] + 1))
+        assert page["events"][-1]["type"] == "match_finished" and page["last_seq"] > 400
+        assert events(table, seat, after=17)["events"] == page["events"][17:]
+    with redis.Redis.from_url(redis_url, decode_responses=True) as client:
+        keys = game_keys(key_prefix, table.game_id)
+        assert not client.exists(keys.events) and client.hget(keys.state, "a").startswith("z1:")
+        stored = sum(client.memory_usage(key, samples=0) or 0 for key in client.scan_iter(match=f"{key_prefix}{{{table.game_id}}}*"))
+    assert stored <= FINISHED_MATCH_MAX_BYTES, stored
+
+
+class ArchiveFails(RedisStore):
+    """The real store, whose archiving step fails as if Redis went away right after the save."""
+
+    def archive_events(self, game_id: str) -> None:
+        raise StoreError()
+
+
+def test_the_move_that_ends_a_match_stands_when_archiving_fails(redis_url, key_prefix, caplog):
+    store = ArchiveFails(redis_url, key_prefix)
+    app = build_app(store, REDIS_URL=redis_url, KEY_PREFIX=key_prefix)
+    table = Table.open(app, app.test_client(), "classic", seed=0, rules={"knock_limit": 0, "target_score": 30})
+    while table.view()["status"] == "active":
+        assert play_one(table).status_code == 200
+    page = events(table)
+    assert page["events"][-1]["type"] == "match_finished"
+    assert [e["seq"] for e in page["events"]] == list(range(1, page["last_seq"] + 1))
+    assert "stay unarchived" in caplog.text
+    store.close()

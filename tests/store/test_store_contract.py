@@ -112,6 +112,18 @@ def test_only_the_newest_events_are_kept_and_numbers_still_count_from_the_first(
         assert store.events(game_id, 7) == []
 
 
+def test_archived_events_read_as_before_and_later_ones_follow(store: GameStore, game: str) -> None:
+    store.save(game, 1, state_text("v2"), 2, effects("e4", "e5"))
+    before = {after: store.events(game, after) for after in range(-1, 7)}
+    store.archive_events(game)
+    assert {after: store.events(game, after) for after in range(-1, 7)} == before
+    store.archive_events(game)  # a second time changes nothing
+    store.save(game, 2, state_text("v3"), 3, effects("e6", count=6))  # a rematch notice
+    assert store.events(game, 0) == ["e1", "e2", "e3", "e4", "e5", "e6"]
+    assert store.events(game, 4) == ["e5", "e6"] and store.events(game, 5) == ["e6"]
+    assert store.wait_for_events(game, 3, timeout=1) == ["e4", "e5", "e6"]
+
+
 def test_an_idempotent_response_is_replayed_for_its_key_only(store: GameStore, game: str) -> None:
     reply = IdempotentResponse("client-key-1", '{"version": 2}', TTL)
     store.save(game, 1, state_text("v2"), 2, effects("e4", reply=reply))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from contextlib import closing
 
 import pytest
 import redis
@@ -89,3 +90,52 @@ def _wait_for(pubsub, kind: str, timeout: float = 5.0) -> dict:
         if message and message["type"] == kind:
             return message
     raise AssertionError(f"no {kind} within {timeout} s")
+
+
+def test_archived_events_are_one_compressed_field_of_the_state(redis_url, key_prefix) -> None:
+    with closing(store_from_url(redis_url, prefix=key_prefix)) as store, redis.Redis.from_url(redis_url) as client:
+        game_id = new_id()
+        events = [f"{n}\x1f4\x1f0\x1f1\x1f1\x1f0\x1f9c" for n in range(1, 301)]
+        store.create(game_id, "s", 1, effects(*events[:100]))
+        store.save(game_id, 1, "s", 2, effects(*events[100:], count=300))
+        keys = game_keys(key_prefix, game_id)
+        listed = client.memory_usage(keys.events)
+        store.archive_events(game_id)
+        assert not client.exists(keys.events)
+        archived = client.hget(keys.state, "a")
+        assert archived.startswith(b"z1:") and len(archived) < listed / 3
+        assert client.ttl(keys.state) > 0  # the state keeps its expiry
+        assert store.events(game_id, 0) == events and store.events(game_id, 295) == events[295:]
+
+
+def test_the_oldest_events_trimmed_then_archived_still_read_from_where_they_start(redis_store) -> None:
+    store, _, _ = redis_store  # max_events=5
+    game_id = new_id()
+    store.create(game_id, "s", 1, effects("e1", "e2", "e3"))
+    store.save(game_id, 1, "s", 2, effects("e4", "e5", "e6", "e7", count=7))
+    store.archive_events(game_id)
+    assert store.events(game_id, 0) == ["e3", "e4", "e5", "e6", "e7"]
+    assert store.events(game_id, 5) == ["e6", "e7"]
+    store.save(game_id, 2, "s", 3, effects("e8", count=8))
+    assert store.events(game_id, 6) == ["e7", "e8"]
+
+
+def test_events_appended_between_reading_and_archiving_leave_the_list_as_it_is(redis_store) -> None:
+    store, client, prefix = redis_store
+    game_id = new_id()
+    store.create(game_id, "s", 1, effects("e1", "e2"))
+    keys = game_keys(prefix, game_id)
+    archive_script = store._connection().archive
+    # The list as read had one event; it has two now: nothing is archived.
+    assert archive_script(keys=[keys.state, keys.events], args=[1, "z1:stale"]) == 0
+    assert client.hget(keys.state, "a") is None and store.events(game_id, 0) == ["e1", "e2"]
+
+
+def test_archiving_a_game_that_expired_creates_no_key(redis_store) -> None:
+    store, client, prefix = redis_store
+    game_id = new_id()
+    store.create(game_id, "s", 1, effects("e1"))
+    keys = game_keys(prefix, game_id)
+    client.delete(keys.state)  # expired between the read of its events and the archiving
+    assert store._connection().archive(keys=[keys.state, keys.events], args=[1, "z1:x"]) == 0
+    assert not client.exists(keys.state)
