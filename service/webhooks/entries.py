@@ -67,6 +67,7 @@ class Delivery:
     type: str
     stream_id: str
     attempt: int = 1
+    postponed: int = 0  # times this attempt was put off (worker.py, receivers' shares)
 
     @classmethod
     def from_stream(cls, stream_id: str, fields: dict[str, str]) -> Delivery:
@@ -82,24 +83,28 @@ class Delivery:
         try:
             data = json.loads(member)
             delivery = cls.from_stream(data["sid"], data)
-            attempt = data["attempt"]
+            attempt, postponed = data["attempt"], data.get("postponed", 0)
         except (ValueError, KeyError, TypeError) as error:
             raise MalformedEntry(f"retry member is not a delivery: {type(error).__name__}") from None
         if not isinstance(attempt, int) or attempt < 1:
             raise MalformedEntry("retry member without a valid attempt number")
-        return cls(**{**delivery.__dict__, "attempt": attempt})
+        if not isinstance(postponed, int) or postponed < 0:
+            raise MalformedEntry("retry member with an invalid count of postponements")
+        return cls(**{**delivery.__dict__, "attempt": attempt, "postponed": postponed})
 
     def retry_member(self) -> str:
         """The retry member of this delivery's next attempt."""
-        return self._member(self.attempt + 1)
+        return self._member(self.attempt + 1, 0)
 
     def postponed_member(self) -> str:
-        """The retry member of this attempt, put off before it was made."""
-        return self._member(self.attempt)
+        """The retry member of this attempt, put off (once more) before it was made."""
+        return self._member(self.attempt, self.postponed + 1)
 
-    def _member(self, attempt: int) -> str:
-        return json.dumps({**self.fields(), "sid": self.stream_id, "attempt": attempt},
-                          separators=(",", ":"), sort_keys=True)
+    def _member(self, attempt: int, postponed: int) -> str:
+        member = {**self.fields(), "sid": self.stream_id, "attempt": attempt}
+        if postponed:
+            member["postponed"] = postponed
+        return json.dumps(member, separators=(",", ":"), sort_keys=True)
 
     def fields(self) -> dict[str, str]:
         """The outbox fields."""

@@ -68,13 +68,16 @@ class WorkerSettings:
     other receivers (host_slots.py), so a lone receiver still gets most of the worker. A
     delivery over it waits up to ``share_wait_seconds`` for one of its receiver's deliveries to
     end (a burst to a healthy receiver, whose deliveries take milliseconds, goes on at once),
-    then is put off ``postpone_seconds`` (up to twice that, with jitter) in the retry set,
-    without counting as an attempt."""
+    then is put off in the retry set, without counting as an attempt: ``postpone_seconds``
+    (up to twice that, with jitter), doubled each time the same attempt is put off again up to
+    ``postpone_cap_seconds``, so the deliveries piling up for a receiver that hangs for long
+    come back a few times a minute each instead of every second or two."""
 
     concurrency: int = 32
     per_receiver: int = 0
     share_wait_seconds: float = 0.25
     postpone_seconds: float = 1.0
+    postpone_cap_seconds: float = 30.0
     max_attempts: int = 8
     backoff_base_seconds: float = 1.0
     backoff_cap_seconds: float = 300.0
@@ -95,6 +98,8 @@ class WorkerSettings:
         if min(self.backoff_base_seconds, self.backoff_cap_seconds, self.lease_seconds,
                self.poll_seconds, self.block_seconds, self.postpone_seconds) <= 0:
             raise ValueError("every time setting must be positive")
+        if self.postpone_cap_seconds < self.postpone_seconds:
+            raise ValueError("postpone_cap_seconds must not be below postpone_seconds")
         if self.linger_seconds < 0 or self.share_wait_seconds < 0:
             raise ValueError("linger_seconds and share_wait_seconds must not be negative")
 
@@ -108,6 +113,12 @@ def backoff_seconds(attempt: int, base: float, cap: float, draw: Callable[[], fl
     [0, min(cap, base * 2 ** (attempt - 1))], so receivers recovering from an outage are not
     hit by every waiting delivery at the same moment."""
     return draw() * min(cap, base * 2 ** (attempt - 1))
+
+
+def postponed_wait(postponed: int, base: float, cap: float, draw: Callable[[], float] = random.random) -> float:
+    """The wait of an attempt put off ``postponed`` times before (from 0): ``base`` doubled
+    each time up to ``cap``, then up to twice that (jitter spreads a receiver's backlog)."""
+    return min(cap, base * 2 ** min(postponed, 32)) * (1 + draw())
 
 
 def default_consumer_name() -> str:
@@ -342,7 +353,8 @@ class Worker:
                          retry_in_seconds=round(delay, 3))
 
     def _postpone(self, shard: int, source: str, handle: str, delivery: Delivery) -> None:
-        retry_at = self._clock() + self.settings.postpone_seconds * (1 + self._draw())
+        retry_at = self._clock() + postponed_wait(
+            delivery.postponed, self.settings.postpone_seconds, self.settings.postpone_cap_seconds, self._draw)
         self._finish(FinishStep(shard, source, handle, "retry", retry_at, delivery.postponed_member()),
                      self.metrics.postponed.inc)
 

@@ -38,9 +38,20 @@ def test_a_retry_member_carries_the_next_attempt_and_everything_else_unchanged()
     assert json.loads(member)["sid"] == "1700000000123-4"
 
 
+def test_a_postponed_member_keeps_its_attempt_and_counts_the_postponements() -> None:
+    first = Delivery.from_stream("1700000000123-4", FIELDS)
+    once = Delivery.from_retry_member(first.postponed_member())
+    twice = Delivery.from_retry_member(once.postponed_member())
+    assert (once.attempt, once.postponed) == (1, 1) and (twice.attempt, twice.postponed) == (1, 2)
+    # A real attempt starts the count again.
+    assert Delivery.from_retry_member(twice.retry_member()).postponed == 0
+    assert "postponed" not in json.loads(first.retry_member())  # members as they were without it
+
+
 @pytest.mark.parametrize(
     "member",
-    ["not json", "[]", json.dumps({**FIELDS, "attempt": 2}), json.dumps({**FIELDS, "sid": "1-0", "attempt": 0}),
+    [json.dumps({**FIELDS, "sid": "1-0", "attempt": 1, "postponed": -1}),
+     json.dumps({**FIELDS, "sid": "1-0", "attempt": 1, "postponed": "2"}), "not json", "[]", json.dumps({**FIELDS, "attempt": 2}), json.dumps({**FIELDS, "sid": "1-0", "attempt": 0}),
      json.dumps({**FIELDS, "sid": "1-0", "attempt": "2"}), json.dumps({"sid": "1-0", "attempt": 2})],
 )
 def test_a_malformed_retry_member_is_refused(member: str) -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from service import ids
 from service.webhooks.entries import GROUP, ShardKeys
-from service.webhooks.worker import backoff_seconds
+from service.webhooks.worker import backoff_seconds, postponed_wait
 from tests.webhooks.receiver import HANG, Receiver, always
 from tests.webhooks.support import (
     FakeClock,
@@ -34,6 +34,11 @@ def test_backoff_is_full_jitter_doubling_up_to_the_cap() -> None:
     assert [backoff_seconds(attempt, 1.0, 300.0, lambda: 1.0) for attempt in (1, 2, 3, 9, 10)] == [1, 2, 4, 256, 300]
     assert backoff_seconds(5, 1.0, 300.0, lambda: 0.0) == 0
     assert backoff_seconds(3, 1.0, 300.0, lambda: 0.5) == 2
+
+
+def test_a_delivery_put_off_again_waits_twice_as_long_up_to_the_cap() -> None:
+    assert [postponed_wait(n, 1.0, 30.0, lambda: 0.0) for n in (0, 1, 2, 4, 5, 9, 500)] == [1, 2, 4, 16, 30, 30, 30]
+    assert postponed_wait(0, 1.0, 30.0, lambda: 1.0) == 2 and postponed_wait(9, 1.0, 30.0, lambda: 0.5) == 45
 
 
 def test_entries_of_every_shard_are_delivered_signed_once_and_removed(
@@ -236,7 +241,7 @@ def test_a_hanging_receiver_gets_only_its_share_of_the_deliveries_and_the_others
     fast = Receiver(secret).start()
     try:
         # 4 deliveries side by side, of which at most 3 (a quarter kept for the others) to one receiver.
-        worker = start_worker(concurrency=4, total_timeout=10.0, postpone_seconds=0.1)
+        worker = start_worker(concurrency=4, total_timeout=10.0, postpone_seconds=0.1, postpone_cap_seconds=0.5)
         held = [add_entry(redis_client, prefix, slow.url()) for _ in range(8)]
         slow.wait_for_count(3)
         wait_until(lambda: metric(worker, "webhook_deliveries_postponed_total") >= 5, what="the rest put off")
@@ -249,7 +254,7 @@ def test_a_hanging_receiver_gets_only_its_share_of_the_deliveries_and_the_others
         # Put off, not tried: still at their first attempt, and no attempt counted for them.
         keys = {ShardKeys.for_game(prefix, entry["game"]) for entry in held}
         waiting = [member for shard_keys in keys for member, _ in retry_members(redis_client, shard_keys)]
-        assert waiting and all(member["attempt"] == 1 for member in waiting)
+        assert waiting and all(member["attempt"] == 1 and member["postponed"] >= 1 for member in waiting)
 
         slow.release()
         received = slow.wait_for(lambda got: {request.webhook_id for request in got} >= {e["id"] for e in held})
