@@ -48,9 +48,10 @@ def choose(obs: rules.Observation) -> Choice:
 PickDiscard = Callable[[rules.Observation, Knowledge, int], int]
 
 
-def play(obs: rules.Observation, pick_discard: PickDiscard) -> Choice:
-    """The standard policy's move, with ``pick_discard`` choosing the card of a plain discard
-    (the strong policy changes only that)."""
+def play(obs: rules.Observation, pick_discard: PickDiscard, waits_for_gin: bool = True) -> Choice:
+    """The standard policy's move, with ``pick_discard`` choosing the card of a plain discard;
+    ``waits_for_gin`` False knocks whenever the schedule allows (the strong policy changes
+    only these two)."""
     if obs.phase is rules.Phase.LAYOFF:
         return lay_off(obs)
     knowledge = know(obs)
@@ -58,7 +59,9 @@ def play(obs: rules.Observation, pick_discard: PickDiscard) -> Choice:
         forbidden = obs.taken.index if obs.taken else -1
         deadwood, best, _ = best_discard_mask(obs.cards, forbidden)
         if deadwood <= obs.rules.knock_limit and wants_knock(obs, deadwood):
-            return knock_or_wait(obs, knowledge, best, deadwood)
+            if waits_for_gin:
+                return knock_or_wait(obs, knowledge, best, deadwood)
+            return knock(rules.CARDS[best], deadwood)
         return discard(obs, knowledge, pick_discard(obs, knowledge, forbidden))
     return draw(obs, knowledge)
 
