@@ -8,8 +8,8 @@ same code runs on a single server and on Redis Cluster.
 ``load`` and every write are one round trip each; a finished game's events are then archived
 (two more: one compressed text in its state hash instead of a list, ``archive.py``). The
 scripts carry the ``#!lua`` shebang, so a Redis over its ``maxmemory`` refuses them before
-they run (StoreFull: nothing half written, reads still served). A down or hung Redis makes a call fail with StoreError within
-about two seconds instead of blocking a worker.
+they run (StoreFull: nothing half written, reads still served). A down or hung Redis makes a
+call fail with StoreError within about two seconds instead of blocking a worker.
 
 Long-polls wait on the game's shard channel, which both scripts publish to
 (service/store/notify.py): a waiter sends no command while it waits. Each process uses at

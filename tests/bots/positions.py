@@ -95,7 +95,7 @@ def is_legal(obs: Observation, action) -> bool:
 
 def bot_match(variant: str, levels: tuple[bots.Level, ...], seed: int | None, rules: dict | None = None,
               on_decision: Callable[[Observation, object], None] | None = None):
-    """A match played to its end with every seat's moves chosen by its level; the RULES.md
+    """A match played to its end with every seat's moves chosen by its level; the docs/rules.md
     invariants are checked after every step. Returns (match, events)."""
     match, events = new_match(variant, NAMES[variant], rules_for(variant, rules), seed=seed,
                               bots=[level.value for level in levels])

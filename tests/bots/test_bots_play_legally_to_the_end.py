@@ -1,5 +1,5 @@
 """Every level, in every seat of both variants, alone or mixed with the others: each action a bot
-chooses is legal now, the matches end, and the RULES.md invariants hold after every step
+chooses is legal now, the matches end, and the invariants of docs/rules.md hold after every step
 (tests/rules/playout.py's checker). The target is lowered so that 36 matches stay quick; each
 still takes several hands."""
 from __future__ import annotations
