@@ -13,6 +13,11 @@ holds the live workers' files plus at most one archive per type and mode. Scrape
 directory under a shared lock (``collect_all``) and the merge takes it exclusively, so a scrape
 never sees a dead process's values twice (in its file and in the archive) or not at all.
 
+A file of zero bytes holds nothing yet: prometheus_client creates each file before it sizes
+it, so a scrape can meet a new worker's file in that state (and reading it would fail the whole
+scrape), and a worker killed at that moment leaves it so. Scrapes skip such files and retiring
+removes them.
+
 Gauges in mode ``all`` report one series per process, dead ones included, by prometheus_client's
 definition: their files are left alone (the service defines no gauges).
 """
@@ -86,11 +91,19 @@ def _retire(pid: int, directory: str) -> None:
             if named is None or named[1] != str(pid):
                 continue
             kind = named[0]
-            if kind in _LIVE_GAUGES:
+            if kind in _LIVE_GAUGES or not _recorded(path):
                 os.remove(path)
             elif kind in (*_ADDED, _LARGEST, _SMALLEST, _LATEST):
                 _fold(path, os.path.join(directory, f"{kind}_{ARCHIVE}.db"), kind)
                 os.remove(path)
+
+
+def _recorded(path: str) -> bool:
+    """Whether a metric file has been sized by its writer (files only grow from there)."""
+    try:
+        return os.path.getsize(path) > 0
+    except FileNotFoundError:
+        return False
 
 
 def _fold(dead: str, archive: str, kind: str) -> None:
@@ -130,5 +143,5 @@ class RetiringCollector(MultiProcessCollector):
 
     def collect(self):
         with _locked(self._path, exclusive=False):
-            files = glob.glob(os.path.join(self._path, "*.db"))
+            files = [path for path in glob.glob(os.path.join(self._path, "*.db")) if _recorded(path)]
             return list(self.merge(files, accumulate=True))

@@ -5,6 +5,7 @@ type and process, values under ``mmap_key`` keys) and read back with its own col
 from __future__ import annotations
 
 import os
+import struct
 from pathlib import Path
 
 import pytest
@@ -123,3 +124,17 @@ def test_a_file_that_cannot_be_folded_is_left_counted_with_a_warning(tmp_path, c
     archived = {key: value for key, value, _, _ in MmapedDict.read_all_values_from_file(
         str(tmp_path / "counter_archive.db"))}
     assert sorted(archived.values()) == [1.0, 3.0]
+
+
+def test_a_file_not_yet_sized_by_a_new_worker_is_skipped_by_scrapes_and_removed_when_retired(tmp_path):
+    # prometheus_client creates a process's file, then sizes it: a scrape can meet it empty.
+    worker_files(tmp_path, 7, requests=3, slow=0)
+    (tmp_path / "counter_8.db").touch()
+    with pytest.raises(struct.error):  # prometheus_client's own collector fails on it
+        totals(tmp_path, MultiProcessCollector)
+    expected = totals(tmp_path, RetiringCollector)
+    assert expected[("http_requests_total", (("status", "200"),))] == 3
+    # A worker killed in that moment leaves the file empty for good: retiring it removes it.
+    retire_process(8, str(tmp_path))
+    assert not (tmp_path / "counter_8.db").exists()
+    assert totals(tmp_path, MultiProcessCollector) == expected
