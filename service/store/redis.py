@@ -311,15 +311,22 @@ class RedisStore(GameStore):
         with _store_errors():
             client = self._connection().client
             pipe = client.pipeline(transaction=False)
-            pipe.hmget(keys.state, "v", "o", "a")
+            pipe.hmget(keys.state, "v", "o")
             pipe.lrange(keys.events, after, -1)
-            (version, offset, archived), found = pipe.execute()
-            offset = int(offset or 0)
+            (version, offset), found = pipe.execute()
+            offset, archived = int(offset or 0), None
             if version is not None and offset:
-                found = client.lrange(keys.events, max(after - offset, 0), -1)
+                # The archive, only when the events asked for start in it (a reader that keeps
+                # up with a finished match, waiting for a rematch, never needs it).
+                pipe = client.pipeline(transaction=False)
+                pipe.lrange(keys.events, max(after - offset, 0), -1)
+                if after < offset:
+                    pipe.hget(keys.state, "a")
+                found, *archive_field = pipe.execute()
+                archived = archive_field[0] if archive_field else None
         if version is None:
             self._missing(keys)
-        if archived is not None and after < offset:
+        if archived is not None:
             earlier = archive.unpack(archived)
             # The archive holds the events just before the list: the last one is number ``offset``.
             found = earlier[max(after - (offset - len(earlier)), 0):] + found
