@@ -324,10 +324,14 @@ class HealthProbe:
             async for line in process.stdout:
                 sent_at, seconds = line.split()
                 self.samples.append((float(sent_at), float(seconds)))
-        finally:
-            if process.returncode is None:
-                process.kill()
+        except BaseException:
+            # Only a process still writing is killed: kill() on one that has closed its output
+            # can reap it before asyncio's watcher thread does (Popen.send_signal polls first),
+            # and the watcher then reports exit code 255 (CPython gh-127049).
+            process.kill()
             await process.wait()
+            raise
+        await process.wait()
         if process.returncode != 0:
             raise RuntimeError(f"the /healthz probe process ended with exit code {process.returncode}")
 
