@@ -22,6 +22,7 @@ from service.observability.metrics import (
     record_store_error,
 )
 from service.observability.request_id import REQUEST_ID_HEADER, current_request_id
+from service.requester import ClientGone
 
 __all__ = [
     "current_request_id",
@@ -34,6 +35,7 @@ __all__ = [
 ]
 
 DEFAULT_LOG_LEVEL = "INFO"
+CLIENT_CLOSED_REQUEST = 499
 
 
 def init_observability(app: flask.Flask) -> None:
@@ -58,6 +60,7 @@ def init_observability(app: flask.Flask) -> None:
     # hook registered earlier (a rate limit, a size check) answers the request itself.
     app.before_request_funcs.setdefault(None, []).insert(0, _start_request)
     app.after_request(_finish_request)
+    app.teardown_request(_count_hang_up)
 
 
 def _start_request() -> None:
@@ -73,3 +76,14 @@ def _finish_request(response: flask.Response) -> flask.Response:
     current_metrics().observe_request(route, flask.request.method, response.status_code, duration)
     log_request(route, response, duration)
     return response
+
+
+def _count_hang_up(error: BaseException | None) -> None:
+    """Count a long-poll whose client hung up (it ends without an answer, so _finish_request
+    never sees it) with status 499, "client closed request" as nginx calls it. Neither logged
+    nor timed (no response was built): thousands can end at once when a proxy or a network
+    drops its connections."""
+    if isinstance(error, ClientGone):
+        rule = flask.request.url_rule
+        current_metrics().count_request(rule.rule if rule is not None else None, flask.request.method,
+                                        CLIENT_CLOSED_REQUEST)

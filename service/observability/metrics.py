@@ -94,11 +94,16 @@ class Metrics:
         )
 
     def observe_request(self, route: str | None, method: str, status: int, seconds: float) -> None:
-        """Count one answered request; ``route`` is the matched URL rule or None."""
+        """Count and time one answered request; ``route`` is the matched URL rule or None."""
+        endpoint, method = self.count_request(route, method, status)
+        self.request_duration.labels(endpoint=endpoint, method=method).observe(seconds)
+
+    def count_request(self, route: str | None, method: str, status: int) -> tuple[str, str]:
+        """Count one request, and return its endpoint and method labels."""
         endpoint = route if route is not None else UNMATCHED_ENDPOINT
         method = method if method in _KNOWN_METHODS else OTHER_METHOD
         self.requests.labels(endpoint=endpoint, method=method, status=str(status)).inc()
-        self.request_duration.labels(endpoint=endpoint, method=method).observe(seconds)
+        return endpoint, method
 
     def exposition(self) -> bytes:
         """The metrics in the Prometheus text format 0.0.4 (all workers' in multiprocess mode)."""

@@ -24,7 +24,6 @@ the nodes one after the other with a timeout, which delays messages.
 """
 from __future__ import annotations
 
-import contextvars
 import enum
 import logging
 import random
@@ -44,16 +43,11 @@ from redis.connection import AbstractConnection
 from redis.exceptions import RedisClusterException, RedisError
 from redis.retry import Retry
 
+from service.requester import REQUESTER, ClientGone
 from service.rules.errors import GameError
 from service.store.base import StoreError
 
 log = logging.getLogger(__name__)
-
-# The client connection of the request being served, set by the WSGI layer
-# (service/http_limits.py): a waiter stops at once when the client hangs up.
-REQUESTER: contextvars.ContextVar[socket.socket | None] = contextvars.ContextVar(
-    "ginrummy_requester", default=None
-)
 
 # A waiter waits this long for Redis to confirm its subscription, like any store call on a
 # Redis that does not answer; then the long-poll fails with StoreError (503).
@@ -63,6 +57,12 @@ RECONNECT_FIRST_DELAY = 0.05
 RECONNECT_MAX_DELAY = 2.0
 # How long a game's subscription outlives its last waiter, for the same client's next long-poll.
 LINGER_SECONDS = 5.0
+# Thousands of long-polls can hang up at once (a proxy or a network dropping its connections).
+# A worker learns of each within HANG_UP_NOTICE_SECONDS (_hangup_watch) and frees its place,
+# which takes ~25 us; the request then ends within HANG_UP_SPREAD_SECONDS (waiting_on), which
+# takes ~0.1 ms. Spread so, a worker's 3,072 long-polls leave room for other requests in between.
+HANG_UP_NOTICE_SECONDS = 0.2
+HANG_UP_SPREAD_SECONDS = 1.0
 # A client turned away because the process holds its maximum of waiters retries after this.
 CAPACITY_RETRY_AFTER_SECONDS = 2
 
@@ -133,8 +133,9 @@ class Waiter:
     def wait(self, deadline: float) -> bool:
         """Wait until woken or until ``deadline`` (time.monotonic()).
 
-        True: something may have changed, read the events again. False: the time is up, the
-        process is stopping or the client hung up; answer with what there is."""
+        True: something may have changed, read the events again. False: the time is up or the
+        process is stopping; answer with what there is. Raises ClientGone when the client of
+        the request hung up."""
         remaining = deadline - time.monotonic()
         if remaining > 0 and not self._event.is_set():
             with _hangup_watch(self):
@@ -144,7 +145,9 @@ class Waiter:
             if wake is not Wake.SHUTDOWN:  # a stop stays: every later wait returns at once
                 self._wake = None
                 self._event.clear()
-        return not self._hung_up and wake in (Wake.EVENTS, Wake.RESYNC)
+        if self._hung_up:
+            raise ClientGone()
+        return wake in (Wake.EVENTS, Wake.RESYNC)
 
     def _set(self, wake: Wake) -> None:
         """Called with the notifier's lock held."""
@@ -227,6 +230,8 @@ class Notifier:
         finally:
             if state is not None:
                 self._leave(waiter, state)
+            if waiter._hung_up:
+                time.sleep(random.uniform(0, HANG_UP_SPREAD_SECONDS))
 
     def wake_all(self, wake: Wake) -> None:
         """Wake every waiter with ``wake``."""
@@ -522,7 +527,10 @@ def _hangup_watch(waiter: Waiter) -> Iterator[None]:
         yield
         return
 
+    notice = None  # the timer that tells the waiter, once its client has hung up
+
     def readable() -> None:
+        nonlocal notice
         try:
             peeked = raw.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
         except BlockingIOError:
@@ -531,7 +539,8 @@ def _hangup_watch(waiter: Waiter) -> Iterator[None]:
             peeked = b""
         watcher.stop()
         if not peeked:
-            waiter._hang_up()
+            notice = loop.timer(random.uniform(0, HANG_UP_NOTICE_SECONDS))
+            notice.start(waiter._hang_up)
 
     watcher.start(readable)
     try:
@@ -539,6 +548,9 @@ def _hangup_watch(waiter: Waiter) -> Iterator[None]:
     finally:
         watcher.stop()
         watcher.close()
+        if notice is not None:
+            notice.stop()
+            notice.close()
 
 
 def _gevent_loop() -> Any:

@@ -11,11 +11,13 @@ on its own redis-server, so that no other traffic mixes into the Redis figures.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Iterator
 
 import pytest
 import redis
+import requests
 
 from tests.e2e.waiters import (
     Answer,
@@ -69,6 +71,7 @@ async def until_read(client: redis.Redis, lrange_before: int, reads: int, timeou
 async def scenario(port: int, client: redis.Redis) -> dict:
     figures: dict = {}
     idle_games = await create_quiet_games(port, IDLE_GAMES)
+    figures["idle_games"] = {game_id for game_id, _ in idle_games}
 
     probe = HealthProbe(port)
     probing = asyncio.ensure_future(probe.run(until=time.monotonic() + 600))
@@ -111,17 +114,21 @@ async def scenario(port: int, client: redis.Redis) -> dict:
     figures["early_answers"] = [str(answer)[:200] for answer in waiters.early]
     # A long wait ends in its last fifth (service/store/redis.py, SPREAD_SHARE).
     figures["before_first_timeout"] = busy_end < waiters.opened_at + 0.8 * WAIT_SECONDS
+
+    # 5. Every waiter hangs up at once, as when a proxy drops its connections: /healthz stays
+    # fast, and the server counts them (status 499) without answering or logging them.
+    hang_up_start = time.monotonic()
     for task in following:
         task.cancel()
     await asyncio.gather(*following, return_exceptions=True)
     waiters.close()
+    await asyncio.sleep(QUIET_SECONDS)
+    hang_up_end = time.monotonic()
+    figures["hung_up"] = await asyncio.to_thread(hung_up_requests, port)
 
-    # 5. The moves without waiters again: the reference is both phases without waiters, one on
+    # 6. The moves without waiters again: the reference is both phases without waiters, one on
     # each side of the phase with them, so a drift of the machine's speed meets both alike and a
     # chance low p99 of one short phase does not set the bar (~4 ms, it moves by half run to run).
-    # It starts once the server has dealt with 5,000 clients hanging up at once (~0.5 s, which
-    # the first test never measured either).
-    await asyncio.sleep(QUIET_SECONDS)
     played_before = {id(mover): len(mover.moves) for mover in movers}
     again_start = time.monotonic()
     await asyncio.gather(*(mover.play(again_start + PLAY_SECONDS) for mover in movers))
@@ -134,7 +141,8 @@ async def scenario(port: int, client: redis.Redis) -> dict:
 
     latencies = wake_latencies(followers, movers)
     phases = {"alone": (alone_start, alone_end), "ramp": (ramp_start, quiet_start), "quiet": (quiet_start, busy_start),
-              "busy": (busy_start, busy_end), "alone again": (again_start, again_end)}
+              "busy": (busy_start, busy_end), "hang-up": (hang_up_start, hang_up_end),
+              "alone again": (again_start, again_end)}
     figures.update(
         moves_alone=len(alone), moves_busy=len(busy),
         p50_alone=percentile(alone, 0.5), p99_alone=percentile(alone, 0.99),
@@ -147,6 +155,19 @@ async def scenario(port: int, client: redis.Redis) -> dict:
         health_samples=len(probe.samples),
     )
     return figures
+
+
+def answered_long_polls(log: str, games: set[str]) -> int:
+    """Access-log lines of event reads of ``games``."""
+    lines = (json.loads(line) for line in log.splitlines() if line.startswith("{"))
+    return sum(1 for line in lines if line.get("route") == "/v1/games/<game_id>/events" and line.get("game_id") in games)
+
+
+def hung_up_requests(port: int) -> int:
+    """The long-polls the server counted as ended by their clients (status 499), all workers'."""
+    metrics = requests.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
+    prefix = 'http_requests_total{endpoint="/v1/games/<game_id>/events",method="GET",status="499"} '
+    return sum(int(float(line[len(prefix):])) for line in metrics.splitlines() if line.startswith(prefix))
 
 
 @pytest.mark.timeout(240)
@@ -165,13 +186,20 @@ def test_one_instance_holds_5000_long_polls_while_16_clients_play(own_redis, sta
         f"({figures['p99_busy'] / figures['p99_alone']:.2f}x)\n"
         f"wake-ups after a move's response: {figures['wakes']}, p50 {figures['wake_p50'] * 1000:.1f} ms, "
         f"p99 {figures['wake_p99'] * 1000:.1f} ms, max {figures['wake_max'] * 1000:.1f} ms\n"
-        f"Redis commands during {QUIET_SECONDS:.0f} s with every waiter idle: {figures['commands_while_quiet'] or 'none'}"
+        f"Redis commands during {QUIET_SECONDS:.0f} s with every waiter idle: {figures['commands_while_quiet'] or 'none'}\n"
+        f"long-polls ended by their clients hanging up (status 499): {figures['hung_up']}"
     )
     assert figures["held_before_play"] == WAITERS
     assert figures["early_answers"] == [] and figures["held_after_play"] == WAITERS - MOVERS
     assert figures["before_first_timeout"], "the play outlasted the waiters' wait: the run proves nothing"
     assert figures["refused"] == 0
     assert figures["commands_while_quiet"] == {}
+    # The idle waiters and the spectators still waiting when the play ended.
+    assert WAITERS - MOVERS <= figures["hung_up"] <= WAITERS
+    log = server.log_text()
+    # Each idle game's events were read once, when it was made; its waiters were never answered.
+    assert answered_long_polls(log, figures["idle_games"]) == IDLE_GAMES
+    assert "[ERROR]" not in log and '"level": "ERROR"' not in log
     for phase, seconds in figures["health"].items():
         assert seconds < HEALTH_LIMIT, (phase, seconds)
     assert min(figures["health_counts"].values()) >= MIN_PROBES, figures["health_counts"]
