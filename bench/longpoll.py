@@ -14,7 +14,9 @@ settings, then, from this process on asyncio (a socket per client, no thread):
    response to the spectator's answer (p50/p99); moves' latency; /healthz every 50 ms;
 4. steady state (35 s, longer than a long-poll's wait): every idle waiter times out once and
    asks again, as clients do (the first round comes as a burst: they all began within the
-   ramp). Redis commands per second and per re-poll; /healthz meanwhile.
+   ramp). Redis commands per second and per re-poll; /healthz meanwhile;
+5. hang-up: every waiting client closes its connection at once (as when a proxy drops its
+   connections); /healthz over the next 3 s, and the long-polls the server counted as hung up.
 
 Prints the waiters held at each stage, and the figures. Run it on a quiet machine: the load
 generator shares the CPUs with the server.
@@ -45,6 +47,7 @@ from tests.e2e.waiters import (  # noqa: E402
     changed,
     command_calls,
     create_quiet_games,
+    hung_up_requests,
     percentile,
     wake_latencies,
 )
@@ -54,6 +57,7 @@ from tests.redis_servers import RedisServer  # noqa: E402
 WAIT_SECONDS = 30
 QUIET_SECONDS = 5.0
 STEADY_SECONDS = 35.0
+HANG_UP_SECONDS = 3.0
 SERVICE_SETTINGS = {"ALLOW_ANONYMOUS_CREATE": "true", "CREATE_QUOTA_PER_MINUTE": "0", "LOG_LEVEL": "WARNING"}
 
 
@@ -125,12 +129,21 @@ async def run(options, port: int, client: redis.Redis) -> None:
     if idle.early:
         print(f"  lost or refused: {len(idle.early)}, e.g. {idle.early[0]}")
 
+    for mover in movers:
+        mover.close()
+    held = idle.held + sum(follower.waiting for follower in followers)
+    probe = HealthProbe(port)
+    hang_up_start = time.monotonic()
+    probing = asyncio.ensure_future(probe.run(hang_up_start + HANG_UP_SECONDS))
     for task in following:
         task.cancel()
     await asyncio.gather(*following, return_exceptions=True)
     idle.close()
-    for mover in movers:
-        mover.close()
+    await probing
+    health = [seconds for _, seconds in probe.samples]
+    print(f"hang-up: the {held} waiting clients close their connections at once; /healthz over the next "
+          f"{HANG_UP_SECONDS:.0f} s: {len(health)} probes, p50 {ms(percentile(health, 0.5))}, max {ms(max(health))}; "
+          f"counted as hung up (status 499): {await asyncio.to_thread(hung_up_requests, port)}")
 
 
 def main() -> None:

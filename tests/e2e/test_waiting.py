@@ -17,7 +17,6 @@ from collections.abc import Iterator
 
 import pytest
 import redis
-import requests
 
 from tests.e2e.waiters import (
     Answer,
@@ -29,6 +28,7 @@ from tests.e2e.waiters import (
     changed,
     command_calls,
     create_quiet_games,
+    hung_up_requests,
     percentile,
     wake_latencies,
 )
@@ -161,13 +161,6 @@ def answered_long_polls(log: str, games: set[str]) -> int:
     """Access-log lines of event reads of ``games``."""
     lines = (json.loads(line) for line in log.splitlines() if line.startswith("{"))
     return sum(1 for line in lines if line.get("route") == "/v1/games/<game_id>/events" and line.get("game_id") in games)
-
-
-def hung_up_requests(port: int) -> int:
-    """The long-polls the server counted as ended by their clients (status 499), all workers'."""
-    metrics = requests.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
-    prefix = 'http_requests_total{endpoint="/v1/games/<game_id>/events",method="GET",status="499"} '
-    return sum(int(float(line[len(prefix):])) for line in metrics.splitlines() if line.startswith(prefix))
 
 
 @pytest.mark.timeout(240)

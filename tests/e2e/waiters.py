@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import requests
 from redis import Redis
 
 from tests.e2e.players import ACTION_EVENTS, next_move
@@ -143,6 +144,14 @@ async def create_quiet_games(port: int, count: int, concurrency: int = 16) -> li
         return games
     finally:
         connection.close()
+
+
+def hung_up_requests(port: int) -> int:
+    """The long-polls the server counted as ended by their clients hanging up (status 499 in
+    /metrics, all workers'). Blocking: call it in a thread from the event loop."""
+    metrics = requests.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
+    prefix = 'http_requests_total{endpoint="/v1/games/<game_id>/events",method="GET",status="499"} '
+    return sum(int(float(line[len(prefix):])) for line in metrics.splitlines() if line.startswith(prefix))
 
 
 def command_calls(client: Redis) -> dict[str, int]:
