@@ -78,6 +78,9 @@ def configure_logging(level: str | int) -> None:
     app is created; the level is set on every call (the latest app's configuration wins).
     Raises ValueError for an unknown level name.
     """
+    # The lines carry no thread, and under gevent threading.current_thread() made a dummy
+    # Thread object for every request greenlet that logs: about 10 of a record's 27 us.
+    logging.logThreads = False
     root = logging.getLogger()
     root.setLevel(parse_level(level))
     if not any(isinstance(handler, JsonStderrHandler) for handler in root.handlers):
