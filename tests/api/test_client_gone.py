@@ -21,7 +21,6 @@ from tests.api.support import Table, store_of
 def hung_up_waiters(monkeypatch) -> list[weakref.ref]:
     """Every waiter's client hangs up as soon as it starts to wait; the list holds a weak
     reference to each."""
-    monkeypatch.setattr(notify, "HANG_UP_SPREAD_SECONDS", 0.0)
     real_wait = notify.Waiter.wait
     waiters: list[weakref.ref] = []
 
