@@ -348,8 +348,9 @@ class RedisStore(GameStore):
         Subscribes to the game's channel first (confirmed), then reads, then waits for a
         count above ``after``, so nothing saved in between is missed; waiting sends Redis
         nothing. Returns early with what there is (usually nothing) when the process is
-        stopping or the client hung up.
-        Raises GameExpired, GameMissing, StoreError, notify.LongPollCapacity."""
+        stopping.
+        Raises GameExpired, GameMissing, StoreError, notify.LongPollCapacity, and
+        requester.ClientGone when the client of the request hung up."""
         if timeout >= SPREAD_FROM_SECONDS:
             timeout -= random.uniform(0, timeout * SPREAD_SHARE)
         deadline = time.monotonic() + timeout
