@@ -73,16 +73,18 @@ KEEPALIVE_OPTIONS = {
 
 class Pacer:
     """Spaces out work that arrives in bursts: ``wait()`` is how long to wait so that the items
-    start at least ``gap`` seconds apart. A lone item waits nothing. For one thread (a gevent
-    worker's, where the items are greenlets)."""
+    start at least ``gap`` seconds apart, but never more than ``most`` seconds (what an item
+    holds while it waits stays bounded, however long the burst). A lone item waits nothing.
+    For one thread (a gevent worker's, where the items are greenlets)."""
 
-    def __init__(self, gap: float) -> None:
+    def __init__(self, gap: float, most: float) -> None:
         self.gap = gap
+        self.most = most
         self._next = 0.0
 
     def wait(self) -> float:
         now = time.monotonic()
-        start = max(now, self._next)
+        start = min(max(now, self._next), now + self.most)
         self._next = start + self.gap
         return start - now
 
@@ -91,9 +93,10 @@ class Pacer:
 # and ending them took a worker ~0.26 ms of CPU each: all at once, they stalled it for a third
 # of a second. A worker learns of the hang-ups one per NOTICES.gap (_hangup_watch), which frees
 # each one's place, then ends their requests one per ENDINGS.gap (waiting_on): 2,500 are
-# noticed within 0.2 s and ended within a second, with room for other requests in between.
-NOTICES = Pacer(0.00008)
-ENDINGS = Pacer(0.0004)
+# noticed within 0.2 s and ended within a second, with room for other requests in between;
+# none waits longer than 0.5 s to be noticed, or 2 s to end.
+NOTICES = Pacer(0.00008, most=0.5)
+ENDINGS = Pacer(0.0004, most=2.0)
 
 
 class LongPollCapacity(GameError):

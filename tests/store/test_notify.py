@@ -243,9 +243,11 @@ def test_many_concurrent_callers_share_at_most_32_connections(store: RedisStore,
 def test_a_pacer_lets_a_lone_item_go_at_once_and_spaces_a_burst(monkeypatch) -> None:
     now = [100.0]
     monkeypatch.setattr(notify.time, "monotonic", lambda: now[0])
-    pacer = notify.Pacer(0.001)
+    pacer = notify.Pacer(0.001, most=0.0035)
     assert pacer.wait() == 0.0
     now[0] += 1.0  # long after: alone again
     assert [round(pacer.wait(), 6) for _ in range(4)] == [0.0, 0.001, 0.002, 0.003]
     now[0] += 0.0025  # part of the burst's spacing has passed
     assert round(pacer.wait(), 6) == 0.0015
+    # However long the burst, no item waits longer than ``most``.
+    assert [round(pacer.wait(), 6) for _ in range(4)] == [0.0025, 0.0035, 0.0035, 0.0035]
