@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections import Counter
 
@@ -9,7 +10,7 @@ import pytest
 
 from service import ids
 from service.webhooks.entries import GROUP, ShardKeys
-from service.webhooks.worker import backoff_seconds, postponed_wait
+from service.webhooks.worker import DELIVERIES_PER_TASK, backoff_seconds, postponed_wait
 from tests.webhooks.receiver import HANG, Receiver, always
 from tests.webhooks.support import (
     FakeClock,
@@ -266,6 +267,69 @@ def test_a_hanging_receiver_gets_only_its_share_of_the_deliveries_and_the_others
         slow.release()
         slow.close()
         fast.close()
+
+
+def add_entries_at_once(client, prefix: str, url: str, count: int) -> list[dict[str, str]]:
+    """``count`` outbox entries in one transaction, so that one read of the worker takes them all."""
+    pipe = client.pipeline(transaction=True)
+    entries = [add_entry(pipe, prefix, url) for _ in range(count)]
+    pipe.execute()
+    return entries
+
+
+def delivered_once(worker, client, prefix: str, url: str) -> None:
+    """One delivery to ``url`` and its answer, after which the worker knows how quick it is."""
+    add_entry(client, prefix, url)
+    wait_until(lambda: metric(worker, "webhook_deliveries_total", outcome="delivered") >= 1, what="the first delivery")
+
+
+def test_a_quick_receivers_deliveries_of_one_read_share_a_few_threads(
+    start_worker, secret: str, redis_client, prefix: str
+) -> None:
+    receiver = Receiver(secret).start()
+    try:
+        worker = start_worker()
+        threads: dict[str, int] = {}
+        deliver = worker._sender.deliver
+
+        def deliver_recording_the_thread(url: str, webhook_id: str, body: str):
+            threads[webhook_id] = threading.get_ident()
+            return deliver(url, webhook_id, body)
+
+        worker._sender.deliver = deliver_recording_the_thread
+        delivered_once(worker, redis_client, prefix, receiver.url())
+        batch = add_entries_at_once(redis_client, prefix, receiver.url(), 8)
+        receiver.wait_for_count(9)
+        # Two tasks took the read's eight deliveries in turn; a task each would use eight threads.
+        assert len({threads[entry["id"]] for entry in batch}) <= -(-8 // DELIVERIES_PER_TASK)
+        wait_until(lambda: outbox_is_settled(redis_client, prefix), what="everything delivered")
+    finally:
+        receiver.close()
+
+
+def test_a_quick_receiver_that_starts_to_hang_has_the_rest_of_its_read_put_off(
+    start_worker, secret: str, redis_client, prefix: str
+) -> None:
+    hanging = threading.Event()
+    receiver = Receiver(secret, lambda request, count: HANG if hanging.is_set() else 200).start()
+    try:
+        worker = start_worker(total_timeout=1.0, postpone_seconds=30.0, postpone_cap_seconds=30.0)
+        delivered_once(worker, redis_client, prefix, receiver.url())
+        hanging.set()
+        batch = add_entries_at_once(redis_client, prefix, receiver.url(), 8)
+        # Each of the two tasks hangs on its first delivery until the attempt's timeout; then
+        # the receiver is slow, and the other six go to the retry set without an attempt
+        # instead of waiting behind a hang each.
+        wait_until(lambda: metric(worker, "webhook_deliveries_postponed_total") >= 6, what="the rest put off")
+        tried = {request.webhook_id for request in receiver.received} & {entry["id"] for entry in batch}
+        assert len(tried) == 2
+        keys = {ShardKeys.for_game(prefix, entry["game"]) for entry in batch}
+        put_off = [member for shard_keys in keys for member, _ in retry_members(redis_client, shard_keys)
+                   if member["id"] not in tried]
+        assert len(put_off) == 6 and all(member["attempt"] == 1 and member["postponed"] == 1 for member in put_off)
+    finally:
+        receiver.release()
+        receiver.close()
 
 
 def test_stop_lets_a_delivery_in_flight_finish(start_worker, secret: str, redis_client, prefix: str) -> None:
