@@ -9,8 +9,9 @@ Threads, all daemons, over one Redis client (single server or cluster):
 - a deadline loop: claims due turn deadlines and calls ``settle(game_id)``;
 - a claim loop: ``XAUTOCLAIM``s what a dead consumer left pending longer than a lease.
 
-Deliveries and settles run on a bounded pool; ended deliveries are released (and their
-retry or dead letter scheduled) in batches (finishing.py). Every worker is a consumer of
+Deliveries and settles run on a bounded pool (a read's deliveries to a quick receiver a few
+to a task, see _start_stream_entries); ended deliveries are released (and their retry or dead
+letter scheduled) in batches (finishing.py). Every worker is a consumer of
 the same group (its name is host:pid), so any number of them share the work; each entry is read by one
 consumer, and retry/deadline members are claimed atomically with a lease. A worker that
 crashes loses nothing: its pending entries are claimed by another after the lease, its
