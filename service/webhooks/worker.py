@@ -328,10 +328,7 @@ class Worker:
             except IndexError:
                 return
             try:
-                if self._quick.get(receiver, False):
-                    self._deliver_stream_entry(shard, stream_id, fields)
-                else:
-                    self._put_off_stream_entry(shard, stream_id, fields)
+                self._deliver_stream_entry(shard, stream_id, fields, put_off=not self._quick.get(receiver, False))
             except Exception:
                 logger.exception("delivering an outbox entry failed")
 
@@ -350,27 +347,18 @@ class Worker:
             logger.info("took over an abandoned entry", extra={FIELDS_ATTRIBUTE: {"shard": shard, "stream_id": stream_id}})
         self._pool.submit(lambda: self._deliver_stream_entry(shard, stream_id, fields))
 
-    def _deliver_stream_entry(self, shard: int, stream_id: str, fields: dict[str, str]) -> None:
+    def _deliver_stream_entry(self, shard: int, stream_id: str, fields: dict[str, str], put_off: bool = False) -> None:
+        """Attempt an outbox entry or, ``put_off``, send it to the retry set without an attempt."""
         try:
             try:
                 delivery = Delivery.from_stream(stream_id, fields)
             except MalformedEntry as error:
                 self._dead_letter_malformed(shard, "stream", stream_id, fields, str(error))
                 return
-            self._attempt(shard, "stream", stream_id, delivery)
-        except BaseException:
-            self._forget_in_flight(shard, stream_id)
-            raise
-
-    def _put_off_stream_entry(self, shard: int, stream_id: str, fields: dict[str, str]) -> None:
-        """Send an outbox entry to the retry set without an attempt (see _postpone)."""
-        try:
-            try:
-                delivery = Delivery.from_stream(stream_id, fields)
-            except MalformedEntry as error:
-                self._dead_letter_malformed(shard, "stream", stream_id, fields, str(error))
-                return
-            self._postpone(shard, "stream", stream_id, delivery)
+            if put_off:
+                self._postpone(shard, "stream", stream_id, delivery)
+            else:
+                self._attempt(shard, "stream", stream_id, delivery)
         except BaseException:
             self._forget_in_flight(shard, stream_id)
             raise
