@@ -45,9 +45,8 @@ from service.webhooks.sender import Attempt, Outcome, Sender
 
 logger = logging.getLogger(__name__)
 
-# A receiver whose last delivery took less than QUICK_SECONDS gets a read's deliveries on one
-# pool task per DELIVERIES_PER_TASK (bench/README.md: ~20 % less CPU per delivery).
-QUICK_SECONDS = 0.05
+# A quick receiver (see WorkerSettings.quick_seconds) gets a read's deliveries on one pool task
+# per DELIVERIES_PER_TASK (bench/README.md: ~15 % less CPU per delivery).
 DELIVERIES_PER_TASK = 4
 MAX_RECEIVERS_KNOWN = 10_000
 
@@ -79,7 +78,10 @@ class WorkerSettings:
     then is put off in the retry set, without counting as an attempt: ``postpone_seconds``
     (up to twice that, with jitter), doubled each time the same attempt is put off again up to
     ``postpone_cap_seconds``, so the deliveries piling up for a receiver that hangs for long
-    come back a few times a minute each instead of every second or two."""
+    come back a few times a minute each instead of every second or two.
+
+    A receiver whose last delivery took less than ``quick_seconds`` is quick: it gets a
+    read's deliveries a few to a pool task (see Worker._start_stream_entries)."""
 
     concurrency: int = 32
     per_receiver: int = 0
@@ -93,6 +95,7 @@ class WorkerSettings:
     poll_seconds: float = 0.5
     block_seconds: float = 1.0
     linger_seconds: float = 0.02
+    quick_seconds: float = 0.05
     batch: int = 16
     dead_maxlen: int = 100_000
     prune_idle_seconds: float = 3600.0
@@ -108,8 +111,8 @@ class WorkerSettings:
             raise ValueError("every time setting must be positive")
         if self.postpone_cap_seconds < self.postpone_seconds:
             raise ValueError("postpone_cap_seconds must not be below postpone_seconds")
-        if self.linger_seconds < 0 or self.share_wait_seconds < 0:
-            raise ValueError("linger_seconds and share_wait_seconds must not be negative")
+        if min(self.linger_seconds, self.share_wait_seconds, self.quick_seconds) < 0:
+            raise ValueError("linger_seconds, share_wait_seconds and quick_seconds must not be negative")
 
     @property
     def receiver_limit(self) -> int:
@@ -171,7 +174,7 @@ class Worker:
         # Outbox entries this worker is delivering now; its own XAUTOCLAIM must skip them.
         self._in_flight: set[tuple[int, str]] = set()
         self._in_flight_lock = threading.Lock()
-        # Per receiver, whether its last delivery took less than QUICK_SECONDS.
+        # Per receiver, whether its last delivery took less than settings.quick_seconds.
         self._quick: dict[str, bool] = {}
 
     @property
@@ -408,7 +411,7 @@ class Worker:
     def _note_speed(self, receiver: str, seconds: float) -> None:
         if len(self._quick) >= MAX_RECEIVERS_KNOWN and receiver not in self._quick:
             self._quick.clear()  # many receivers: start again rather than grow without bound
-        self._quick[receiver] = seconds < QUICK_SECONDS
+        self._quick[receiver] = seconds < self.settings.quick_seconds
 
     def _postpone(self, shard: int, source: str, handle: str, delivery: Delivery) -> None:
         retry_at = self._clock() + postponed_wait(

@@ -1,6 +1,7 @@
 """The worker in this process, on the test Redis: delivery, retries, dead letters, take-over."""
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 import time
@@ -269,18 +270,23 @@ def test_a_hanging_receiver_gets_only_its_share_of_the_deliveries_and_the_others
         fast.close()
 
 
-def add_entries_at_once(client, prefix: str, url: str, count: int) -> list[dict[str, str]]:
-    """``count`` outbox entries in one transaction, so that one read of the worker takes them all."""
+# What the two tests below change in the deployed pacing, so that a busy machine (CI runs tests
+# side by side) cannot change what they show: the first delivery to a receiver on loopback may
+# take longer than the deployed 50 ms (one did), a hanging one takes the 1 s attempt timeout;
+# and after the read of the first entry the reader waits 3 s, so the entries added meanwhile
+# come in its next read, all of them (a blocked read could return some of them first: seen).
+READ_AT_ONCE = {"quick_seconds": 0.5, "linger_seconds": 3.0}
+
+
+def delivered_once_then_read_together(worker, client, prefix: str, url: str, count: int) -> list[dict[str, str]]:
+    """One delivery to ``url`` (after which the worker knows how quick it is), then ``count``
+    entries to ``url`` that the worker's next read takes together."""
+    add_entry(client, prefix, url)
+    wait_until(lambda: metric(worker, "webhook_deliveries_total", outcome="delivered") >= 1, what="the first delivery")
     pipe = client.pipeline(transaction=True)
     entries = [add_entry(pipe, prefix, url) for _ in range(count)]
     pipe.execute()
     return entries
-
-
-def delivered_once(worker, client, prefix: str, url: str) -> None:
-    """One delivery to ``url`` and its answer, after which the worker knows how quick it is."""
-    add_entry(client, prefix, url)
-    wait_until(lambda: metric(worker, "webhook_deliveries_total", outcome="delivered") >= 1, what="the first delivery")
 
 
 def test_a_quick_receivers_deliveries_of_one_read_share_a_few_threads(
@@ -288,7 +294,7 @@ def test_a_quick_receivers_deliveries_of_one_read_share_a_few_threads(
 ) -> None:
     receiver = Receiver(secret).start()
     try:
-        worker = start_worker()
+        worker = start_worker(**READ_AT_ONCE)
         threads: dict[str, int] = {}
         deliver = worker._sender.deliver
 
@@ -297,8 +303,7 @@ def test_a_quick_receivers_deliveries_of_one_read_share_a_few_threads(
             return deliver(url, webhook_id, body)
 
         worker._sender.deliver = deliver_recording_the_thread
-        delivered_once(worker, redis_client, prefix, receiver.url())
-        batch = add_entries_at_once(redis_client, prefix, receiver.url(), 8)
+        batch = delivered_once_then_read_together(worker, redis_client, prefix, receiver.url(), 8)
         receiver.wait_for_count(9)
         # Two tasks took the read's eight deliveries in turn; a task each would use eight threads.
         assert len({threads[entry["id"]] for entry in batch}) <= -(-8 // DELIVERIES_PER_TASK)
@@ -310,13 +315,11 @@ def test_a_quick_receivers_deliveries_of_one_read_share_a_few_threads(
 def test_a_quick_receiver_that_starts_to_hang_has_the_rest_of_its_read_put_off(
     start_worker, secret: str, redis_client, prefix: str
 ) -> None:
-    hanging = threading.Event()
-    receiver = Receiver(secret, lambda request, count: HANG if hanging.is_set() else 200).start()
+    requests = itertools.count()
+    receiver = Receiver(secret, lambda request, count: 200 if next(requests) == 0 else HANG).start()  # quick once
     try:
-        worker = start_worker(total_timeout=1.0, postpone_seconds=30.0, postpone_cap_seconds=30.0)
-        delivered_once(worker, redis_client, prefix, receiver.url())
-        hanging.set()
-        batch = add_entries_at_once(redis_client, prefix, receiver.url(), 8)
+        worker = start_worker(total_timeout=1.0, postpone_seconds=30.0, postpone_cap_seconds=30.0, **READ_AT_ONCE)
+        batch = delivered_once_then_read_together(worker, redis_client, prefix, receiver.url(), 8)
         # Each of the two tasks hangs on its first delivery until the attempt's timeout; then
         # the receiver is slow, and the other six go to the retry set without an attempt
         # instead of waiting behind a hang each.
