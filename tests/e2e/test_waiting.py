@@ -47,6 +47,9 @@ QUIET_SECONDS = 3.0
 WAIT_SECONDS = 30  # LONG_POLL_MAX_SECONDS, the shipped cap
 
 HEALTH_LIMIT = 0.100
+# While 5,000 clients hang up at once: 10-55 ms in most runs, 108 and 112 ms in two (one on a VM
+# three times slower than usual); before hung-up long-polls ended unanswered and paced, 338-623 ms.
+HANG_UP_HEALTH_LIMIT = 0.250
 MIN_PROBES = 10  # per phase (a probe every 50 ms; the shortest phase lasts 3 s)
 WAKE_LIMIT = 0.050
 MOVES_P99_FACTOR = 1.5
@@ -194,7 +197,7 @@ def test_one_instance_holds_5000_long_polls_while_16_clients_play(own_redis, sta
     assert answered_long_polls(log, figures["idle_games"]) == IDLE_GAMES
     assert "[ERROR]" not in log and '"level": "ERROR"' not in log
     for phase, seconds in figures["health"].items():
-        assert seconds < HEALTH_LIMIT, (phase, seconds)
+        assert seconds < (HANG_UP_HEALTH_LIMIT if phase == "hang-up" else HEALTH_LIMIT), (phase, seconds)
     assert min(figures["health_counts"].values()) >= MIN_PROBES, figures["health_counts"]
     assert figures["wakes"] >= figures["moves_busy"] // 2
     assert figures["wake_p99"] <= WAKE_LIMIT
