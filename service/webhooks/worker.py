@@ -73,9 +73,11 @@ class WorkerSettings:
     ``per_receiver`` is how many of the ``concurrency`` deliveries may go to one receiver
     (scheme and authority of the URL) at once; 0, the default, keeps a quarter of them for the
     other receivers (host_slots.py), so a lone receiver still gets most of the worker. A
-    delivery over it waits up to ``share_wait_seconds`` for one of its receiver's deliveries to
-    end (a burst to a healthy receiver, whose deliveries take milliseconds, goes on at once),
-    then is put off in the retry set, without counting as an attempt: ``postpone_seconds``
+    delivery over it to a quick receiver (below) waits up to ``share_wait_seconds`` for one of
+    its receiver's deliveries to end (a burst to a healthy receiver, whose deliveries take
+    milliseconds, goes on at once). Otherwise, or when that wait runs out, it is put off to
+    the retry set at once (waiting on a receiver that hangs would hold one of the worker's
+    slots for nothing), without counting as an attempt: ``postpone_seconds``
     (up to twice that, with jitter), doubled each time the same attempt is put off again up to
     ``postpone_cap_seconds``, so the deliveries piling up for a receiver that hangs for long
     come back a few times a minute each instead of every second or two.
@@ -380,7 +382,10 @@ class Worker:
 
     def _attempt(self, shard: int, source: str, handle: str, delivery: Delivery) -> None:
         receiver = receiver_of(delivery.url)
-        if not self._receivers.take(receiver, self.settings.share_wait_seconds):
+        quick = self._quick.get(receiver, False)
+        if not self._receivers.take(receiver, self.settings.share_wait_seconds if quick else 0.0):
+            if quick:
+                self._quick[receiver] = False  # its share stayed taken for the whole wait
             self._postpone(shard, source, handle, delivery)
             return
         started = time.monotonic()

@@ -270,6 +270,42 @@ def test_a_hanging_receiver_gets_only_its_share_of_the_deliveries_and_the_others
         fast.close()
 
 
+def test_a_delivery_over_a_hanging_receivers_share_is_put_off_at_once_holding_no_slot(
+    start_worker, secret: str, redis_client, prefix: str
+) -> None:
+    slow = Receiver(secret, always(HANG)).start()
+    try:
+        worker = start_worker(concurrency=4, share_wait_seconds=5.0, total_timeout=10.0,
+                              postpone_seconds=30.0, postpone_cap_seconds=30.0)
+        for _ in range(4):
+            add_entry(redis_client, prefix, slow.url())
+        slow.wait_for_count(3)
+        # Its receiver never answered: waiting 5 s for one of its slots would hold one of the
+        # worker's four for nothing (CI saw put-off deliveries cycling through the free slot).
+        wait_until(lambda: metric(worker, "webhook_deliveries_postponed_total") >= 1, timeout=2.0, what="put off")
+        assert len(slow.received) == 3
+    finally:
+        slow.release()
+        slow.close()
+
+
+def test_a_delivery_over_a_quick_receivers_share_waits_for_its_slot(
+    start_worker, secret: str, redis_client, prefix: str
+) -> None:
+    receiver = Receiver(secret, lambda request, count: time.sleep(0.2) or 200).start()
+    try:
+        worker = start_worker(per_receiver=1, share_wait_seconds=5.0, quick_seconds=2.0, linger_seconds=0.0)
+        add_entry(redis_client, prefix, receiver.url())
+        wait_until(lambda: metric(worker, "webhook_deliveries_total", outcome="delivered") >= 1, what="quick once")
+        for count in range(2, 5):  # each in a read of its own, while the one before holds the slot
+            add_entry(redis_client, prefix, receiver.url())
+            receiver.wait_for_count(count)
+        wait_until(lambda: metric(worker, "webhook_deliveries_total", outcome="delivered") >= 4, what="all delivered")
+        assert metric(worker, "webhook_deliveries_postponed_total") == 0
+    finally:
+        receiver.close()
+
+
 # What the two tests below change in the deployed pacing, so that a busy machine (CI runs tests
 # side by side) cannot change what they show: the first delivery to a receiver on loopback may
 # take longer than the deployed 50 ms (one did), a hanging one takes the 1 s attempt timeout;
