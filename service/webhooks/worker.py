@@ -42,13 +42,13 @@ from service.webhooks.metrics import WorkerMetrics
 from service.webhooks.pool import BoundedPool
 from service.webhooks.queues import FinishStep, Queues
 from service.webhooks.sender import Attempt, Outcome, Sender
+from service.webhooks.speeds import ReceiverSpeeds
 
 logger = logging.getLogger(__name__)
 
 # A quick receiver (see WorkerSettings.quick_seconds) gets a read's deliveries on one pool task
 # per DELIVERIES_PER_TASK (bench/README.md: ~15 % less CPU per delivery).
 DELIVERIES_PER_TASK = 4
-MAX_RECEIVERS_KNOWN = 10_000
 
 Settle = Callable[[str], None]
 Clock = Callable[[], float]
@@ -176,8 +176,7 @@ class Worker:
         # Outbox entries this worker is delivering now; its own XAUTOCLAIM must skip them.
         self._in_flight: set[tuple[int, str]] = set()
         self._in_flight_lock = threading.Lock()
-        # Per receiver, whether its last delivery took less than settings.quick_seconds.
-        self._quick: dict[str, bool] = {}
+        self._speeds = ReceiverSpeeds(self.settings.quick_seconds)
 
     @property
     def consumer(self) -> str:
@@ -315,7 +314,7 @@ class Worker:
             if self._claim_in_flight(shard, stream_id):
                 by_receiver.setdefault(receiver_of(fields.get("url", "")), deque()).append((shard, stream_id, fields))
         for receiver, queued in by_receiver.items():
-            if self._quick.get(receiver, False):
+            if self._speeds.is_quick(receiver):
                 for _ in range(-(-len(queued) // DELIVERIES_PER_TASK)):
                     self._pool.submit(lambda receiver=receiver, queued=queued: self._take_in_turn(receiver, queued))
             else:
@@ -333,7 +332,7 @@ class Worker:
             except IndexError:
                 return
             try:
-                self._deliver_stream_entry(shard, stream_id, fields, put_off=not self._quick.get(receiver, False))
+                self._deliver_stream_entry(shard, stream_id, fields, put_off=not self._speeds.is_quick(receiver))
             except Exception:
                 logger.exception("delivering an outbox entry failed")
 
@@ -382,10 +381,10 @@ class Worker:
 
     def _attempt(self, shard: int, source: str, handle: str, delivery: Delivery) -> None:
         receiver = receiver_of(delivery.url)
-        quick = self._quick.get(receiver, False)
+        quick = self._speeds.is_quick(receiver)
         if not self._receivers.take(receiver, self.settings.share_wait_seconds if quick else 0.0):
             if quick:
-                self._quick[receiver] = False  # its share stayed taken for the whole wait
+                self._speeds.mark_slow(receiver)
             self._postpone(shard, source, handle, delivery)
             return
         started = time.monotonic()
@@ -393,7 +392,7 @@ class Worker:
             result = self._sender.deliver(delivery.url, delivery.webhook_id, delivery.body)
         finally:
             self._receivers.give_back(receiver)
-            self._note_speed(receiver, time.monotonic() - started)
+            self._speeds.note(receiver, time.monotonic() - started)
         self.metrics.attempts.labels(type=delivery.metric_type).inc()
         self.metrics.deliveries.labels(outcome=result.outcome.value).inc()
         if result.outcome is Outcome.DELIVERED:
@@ -412,11 +411,6 @@ class Worker:
                          self.metrics.retries_scheduled.inc)
             _log_attempt(logging.INFO, "webhook attempt failed; retry scheduled", shard, delivery, result,
                          retry_in_seconds=round(delay, 3))
-
-    def _note_speed(self, receiver: str, seconds: float) -> None:
-        if len(self._quick) >= MAX_RECEIVERS_KNOWN and receiver not in self._quick:
-            self._quick.clear()  # many receivers: start again rather than grow without bound
-        self._quick[receiver] = seconds < self.settings.quick_seconds
 
     def _postpone(self, shard: int, source: str, handle: str, delivery: Delivery) -> None:
         retry_at = self._clock() + postponed_wait(
