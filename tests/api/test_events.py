@@ -122,3 +122,23 @@ def test_the_move_that_ends_a_match_stands_when_archiving_fails(redis_url, key_p
     assert [e["seq"] for e in page["events"]] == list(range(1, page["last_seq"] + 1))
     assert "stay unarchived" in caplog.text
     store.close()
+
+
+def test_an_archive_that_cannot_be_read_answers_a_logged_500_and_leaves_the_game_playable(
+    redis_app, redis_url, key_prefix, caplog
+):
+    table = Table.open(redis_app, redis_app.test_client(), "classic", seed=23)
+    assert table.act(seat_to_act(table.view()), "pass").status_code == 200
+    store_of(redis_app).archive_events(table.game_id)
+    assert events(table)["last_seq"] > 1  # read from the archive as before
+    with redis.Redis.from_url(redis_url, decode_responses=True) as client:
+        client.hset(game_keys(key_prefix, table.game_id).state, "a", "z1:not base64 at all")
+    response = table.get(None, "/events")
+    problem = response.get_json()
+    assert response.status_code == 500 and response.mimetype == "application/problem+json"
+    body = response.get_data(as_text=True)
+    assert problem["code"] == "internal_error" and "Traceback" not in body and "base64" not in body.lower()
+    assert "unhandled error" in caplog.text
+    # Only the events' history is unreadable: the game itself still answers and moves.
+    assert table.view()["status"] == "active"
+    assert table.act(seat_to_act(table.view()), "pass").status_code == 200
