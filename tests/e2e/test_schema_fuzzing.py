@@ -162,6 +162,9 @@ def test_schemathesis_finds_nothing(start_gunicorn, redis_url, test_prefix, trut
     assert [key for key in served if key[2] >= 500] == []
     # The fuzzer played: moves were accepted (beyond the seeded states, which hold every
     # phase, scored hands and finished matches).
+    print("\nmoves accepted: " + ", ".join(
+        f"{action} {served[('POST', f'/v1/games/<game_id>/{action}', 200)]}"
+        for action in ("pass", "draw", "discard", "knock", "layoff")))
     for action in ("draw", "discard"):
         assert served[("POST", f"/v1/games/<game_id>/{action}", 200)] > 0, action
     replaced = token_reissues(server.log_text())
