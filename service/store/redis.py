@@ -5,10 +5,11 @@ are drawn so that the slot of that tag is the slot of the game's shard (``{s<k>}
 outbox, deadlines and player index). Each script therefore touches a single slot, and the
 same code runs on a single server and on Redis Cluster.
 
-``load`` and every write are one round trip each; a finished game's events are then archived
-(two more: one compressed text in its state hash instead of a list, ``archive.py``). The
-scripts carry the ``#!lua`` shebang, so a Redis over its ``maxmemory`` refuses them before
-they run (StoreFull: nothing half written, reads still served). A down or hung Redis makes a
+``load``, ``events`` and every write are one round trip each; a finished game's events are then
+archived (two more: one compressed text in its state hash instead of a list, ``archive.py``).
+The scripts carry the ``#!lua`` shebang, so a Redis over its ``maxmemory`` refuses the writing
+ones before they run (StoreFull: nothing half written) and still runs the reading one, which
+says ``no-writes``. A down or hung Redis makes a
 call fail with StoreError within about two seconds instead of blocking a worker.
 
 Long-polls wait on the game's shard channel, which both scripts publish to
@@ -188,6 +189,23 @@ return 1
 """
 
 
+# KEYS: state, events. ARGV: 1 the number of the last event the reader has.
+# The events after it, in one round trip: the list holds the events after the first 'o' ones
+# (trimmed past max_events, or archived), and the archive 'a' holds the ones just before the
+# list; it is read only when the events asked for start in it (a reader keeping up with a
+# finished match, waiting for a rematch notice, never needs it). Nil for a missing game.
+EVENTS_LUA = """#!lua flags=no-writes
+local state = redis.call('HMGET', KEYS[1], 'v', 'o')
+if not state[1] then return false end
+local offset = tonumber(state[2]) or 0
+local after = tonumber(ARGV[1])
+local found = redis.call('LRANGE', KEYS[2], math.max(after - offset, 0), -1)
+local archived = false
+if after < offset then archived = redis.call('HGET', KEYS[1], 'a') end
+return {offset, found, archived}
+"""
+
+
 @dataclass(frozen=True)
 class _Connection:
     """A client with its pool, and the scripts registered on it."""
@@ -196,6 +214,7 @@ class _Connection:
     create: Script
     save: Script
     archive: Script
+    events: Script
     notifier: notify.Notifier
 
 
@@ -302,30 +321,16 @@ class RedisStore(GameStore):
             raise VersionConflict(f"game {game_id} is no longer at version {expected_version}")
 
     def events(self, game_id: str, after: int) -> list[str]:
-        """Stored events numbered above ``after``: one round trip, two for a game whose list
-        starts later (past ``max_events``, or archived).
+        """Stored events numbered above ``after``, in one round trip (EVENTS_LUA).
 
         Raises GameExpired, GameMissing, StoreError."""
         keys = self._keys(game_id)
         after = max(after, 0)
         with _store_errors():
-            client = self._connection().client
-            pipe = client.pipeline(transaction=False)
-            pipe.hmget(keys.state, "v", "o")
-            pipe.lrange(keys.events, after, -1)
-            (version, offset), found = pipe.execute()
-            offset, archived = int(offset or 0), None
-            if version is not None and offset:
-                # The archive, only when the events asked for start in it (a reader that keeps
-                # up with a finished match, waiting for a rematch, never needs it).
-                pipe = client.pipeline(transaction=False)
-                pipe.lrange(keys.events, max(after - offset, 0), -1)
-                if after < offset:
-                    pipe.hget(keys.state, "a")
-                found, *archive_field = pipe.execute()
-                archived = archive_field[0] if archive_field else None
-        if version is None:
+            reply = self._connection().events(keys=[keys.state, keys.events], args=[after])
+        if reply is None:
             self._missing(keys)
+        offset, found, archived = reply
         if archived is not None:
             earlier = archive.unpack(archived)
             # The archive holds the events just before the list: the last one is number ``offset``.
@@ -459,7 +464,8 @@ class RedisStore(GameStore):
                     client = _client(self._url, self._is_cluster, self._options)
                     self._built = _Connection(
                         client, client.register_script(CREATE_LUA), client.register_script(SAVE_LUA),
-                        client.register_script(ARCHIVE_LUA), notify.Notifier(client, self._max_waiters),
+                        client.register_script(ARCHIVE_LUA), client.register_script(EVENTS_LUA),
+                        notify.Notifier(client, self._max_waiters),
                     )
         return self._built
 
