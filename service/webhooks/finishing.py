@@ -7,13 +7,18 @@ calls each step's ``then`` with whether the delivery was finished by it, and goe
 more are waiting. A thread that hands in a step meanwhile moves on at once. So batches grow
 with the load, a lone step goes out at once, and no thread hands work to another (a thread
 switch per delivery would cost as much as the round trip saved).
+
+A thread that delivers several entries in turn holds its steps back (``holding``) and hands
+them in together when it is done: handed in one by one, they went out in batches of 1.5 on
+average (one round trip per delivery, a quarter of the worker's CPU).
 """
 from __future__ import annotations
 
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from redis.exceptions import RedisClusterException, RedisError
 
@@ -54,13 +59,34 @@ class Finisher:
         self._waiting: list[tuple[FinishStep, Then]] = []
         self._lock = threading.Lock()
         self._sending = False
+        self._held = threading.local()
 
     def submit(self, step: FinishStep, then: Then) -> None:
         """Finish ``step``, now or in the batch another thread is about to send;
         ``then(finished)`` is called on the thread that sent it. Returns once every step
-        handed in while this one was sending is finished too."""
+        handed in while this one was sending is finished too. Within ``holding``, the step
+        only joins the held ones."""
+        held = getattr(self._held, "steps", None)
+        if held is not None:
+            held.append((step, then))
+            return
+        self._hand_in([(step, then)])
+
+    @contextmanager
+    def holding(self) -> Iterator[None]:
+        """Steps this thread submits inside the block are handed in together at its end."""
+        held: list[tuple[FinishStep, Then]] = []
+        self._held.steps = held
+        try:
+            yield
+        finally:
+            self._held.steps = None
+            if held:
+                self._hand_in(held)
+
+    def _hand_in(self, steps: list[tuple[FinishStep, Then]]) -> None:
         with self._lock:
-            self._waiting.append((step, then))
+            self._waiting += steps
             if self._sending:
                 return
             self._sending = True

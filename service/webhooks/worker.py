@@ -9,7 +9,7 @@ Threads, all daemons, over one Redis client (single server or cluster):
 - a deadline loop: claims due turn deadlines and calls ``settle(game_id)``;
 - a claim loop: ``XAUTOCLAIM``s what a dead consumer left pending longer than a lease.
 
-Deliveries and settles run on a bounded pool (a read's deliveries to a quick receiver a few
+Deliveries and settles run on a bounded pool (a read's deliveries to a quick receiver several
 to a task, see _start_stream_entries); ended deliveries are released (and their retry or dead
 letter scheduled) in batches (finishing.py). Every worker is a consumer of
 the same group (its name is host:pid), so any number of them share the work; each entry is read by one
@@ -46,10 +46,6 @@ from service.webhooks.speeds import ReceiverSpeeds
 
 logger = logging.getLogger(__name__)
 
-# A quick receiver (see WorkerSettings.quick_seconds) gets a read's deliveries on one pool task
-# per DELIVERIES_PER_TASK (bench/README.md: ~15 % less CPU per delivery).
-DELIVERIES_PER_TASK = 4
-
 Settle = Callable[[str], None]
 Clock = Callable[[], float]
 
@@ -82,8 +78,10 @@ class WorkerSettings:
     ``postpone_cap_seconds``, so the deliveries piling up for a receiver that hangs for long
     come back a few times a minute each instead of every second or two.
 
-    A receiver whose last delivery took less than ``quick_seconds`` is quick: it gets a
-    read's deliveries a few to a pool task (see Worker._start_stream_entries)."""
+    A receiver whose last delivery took less than ``quick_seconds`` is quick: one pool task
+    delivers as many of a read's entries to it, one after another, as its last delivery's
+    time fits into ``turn_seconds`` (see Worker._start_stream_entries): at loopback speed a
+    whole read goes on one thread, a receiver taking 10 ms gets a thread per delivery."""
 
     concurrency: int = 32
     per_receiver: int = 0
@@ -98,6 +96,7 @@ class WorkerSettings:
     block_seconds: float = 1.0
     linger_seconds: float = 0.02
     quick_seconds: float = 0.05
+    turn_seconds: float = 0.01
     batch: int = 16
     dead_maxlen: int = 100_000
     prune_idle_seconds: float = 3600.0
@@ -113,8 +112,8 @@ class WorkerSettings:
             raise ValueError("every time setting must be positive")
         if self.postpone_cap_seconds < self.postpone_seconds:
             raise ValueError("postpone_cap_seconds must not be below postpone_seconds")
-        if min(self.linger_seconds, self.share_wait_seconds, self.quick_seconds) < 0:
-            raise ValueError("linger_seconds, share_wait_seconds and quick_seconds must not be negative")
+        if min(self.linger_seconds, self.share_wait_seconds, self.quick_seconds, self.turn_seconds) < 0:
+            raise ValueError("linger_seconds, share_wait_seconds, quick_seconds and turn_seconds must not be negative")
 
     @property
     def receiver_limit(self) -> int:
@@ -306,16 +305,18 @@ class Worker:
 
     def _start_stream_entries(self, entries: list[tuple[int, str, dict[str, str]]]) -> None:
         """Deliver what one read brought. A receiver whose last delivery was quick gets its
-        entries on one pool task per DELIVERIES_PER_TASK, which take them in turn: handing
-        each delivery to a thread of its own cost about a third of the worker's CPU. Any
-        other receiver gets a task per entry, so one that hangs holds up only its own."""
+        entries on as few pool tasks as its speed allows (ReceiverSpeeds.in_turn), which take
+        them in turn: handing each delivery to a thread of its own cost about a third of the
+        worker's CPU. Any other receiver gets a task per entry, so one that hangs holds up
+        only its own."""
         by_receiver: dict[str, deque[tuple[int, str, dict[str, str]]]] = {}
         for shard, stream_id, fields in entries:
             if self._claim_in_flight(shard, stream_id):
                 by_receiver.setdefault(receiver_of(fields.get("url", "")), deque()).append((shard, stream_id, fields))
         for receiver, queued in by_receiver.items():
+            in_turn = self._speeds.in_turn(receiver, self.settings.turn_seconds)
             if self._speeds.is_quick(receiver):
-                for _ in range(-(-len(queued) // DELIVERIES_PER_TASK)):
+                for _ in range(-(-len(queued) // in_turn)):
                     self._pool.submit(lambda receiver=receiver, queued=queued: self._take_in_turn(receiver, queued))
             else:
                 for shard, stream_id, fields in queued:
@@ -325,16 +326,18 @@ class Worker:
     def _take_in_turn(self, receiver: str, queued: deque[tuple[int, str, dict[str, str]]]) -> None:
         """Deliver the entries left in ``queued`` (other tasks take from it too) while their
         receiver stays quick; once it is not, put the rest off to the retry set instead of
-        holding them behind a slow delivery."""
-        while True:
-            try:
-                shard, stream_id, fields = queued.popleft()
-            except IndexError:
-                return
-            try:
-                self._deliver_stream_entry(shard, stream_id, fields, put_off=not self._speeds.is_quick(receiver))
-            except Exception:
-                logger.exception("delivering an outbox entry failed")
+        holding them behind a slow delivery. Their finishing steps go to Redis together at
+        the end (finishing.py)."""
+        with self._finisher.holding():
+            while True:
+                try:
+                    shard, stream_id, fields = queued.popleft()
+                except IndexError:
+                    return
+                try:
+                    self._deliver_stream_entry(shard, stream_id, fields, put_off=not self._speeds.is_quick(receiver))
+                except Exception:
+                    logger.exception("delivering an outbox entry failed")
 
     def _claim_in_flight(self, shard: int, stream_id: str) -> bool:
         """Mark an outbox entry as this worker's to deliver; False when it already is."""

@@ -11,7 +11,7 @@ import pytest
 
 from service import ids
 from service.webhooks.entries import GROUP, ShardKeys
-from service.webhooks.worker import DELIVERIES_PER_TASK, backoff_seconds, postponed_wait
+from service.webhooks.worker import backoff_seconds, postponed_wait
 from tests.webhooks.receiver import HANG, Receiver, always
 from tests.webhooks.support import (
     FakeClock,
@@ -310,8 +310,9 @@ def test_a_delivery_over_a_quick_receivers_share_waits_for_its_slot(
 # side by side) cannot change what they show: the first delivery to a receiver on loopback may
 # take longer than the deployed 50 ms (one did), a hanging one takes the 1 s attempt timeout;
 # and after the read of the first entry the reader waits 3 s, so the entries added meanwhile
-# come in its next read, all of them (a blocked read could return some of them first: seen).
-READ_AT_ONCE = {"quick_seconds": 0.5, "linger_seconds": 3.0}
+# come in its next read, all of them (a blocked read could return some of them first: seen);
+# and one thread may take all of a read's deliveries to a quick receiver in turn.
+READ_AT_ONCE = {"quick_seconds": 0.5, "linger_seconds": 3.0, "turn_seconds": 60.0}
 
 
 def delivered_once_then_read_together(worker, client, prefix: str, url: str, count: int) -> list[dict[str, str]]:
@@ -325,7 +326,7 @@ def delivered_once_then_read_together(worker, client, prefix: str, url: str, cou
     return entries
 
 
-def test_a_quick_receivers_deliveries_of_one_read_share_a_few_threads(
+def test_a_quick_receivers_deliveries_of_one_read_go_in_turn_on_one_thread(
     start_worker, secret: str, redis_client, prefix: str
 ) -> None:
     receiver = Receiver(secret).start()
@@ -341,8 +342,8 @@ def test_a_quick_receivers_deliveries_of_one_read_share_a_few_threads(
         worker._sender.deliver = deliver_recording_the_thread
         batch = delivered_once_then_read_together(worker, redis_client, prefix, receiver.url(), 8)
         receiver.wait_for_count(9)
-        # Two tasks took the read's eight deliveries in turn; a task each would use eight threads.
-        assert len({threads[entry["id"]] for entry in batch}) <= -(-8 // DELIVERIES_PER_TASK)
+        # One task took the read's eight deliveries in turn; a task each would use eight threads.
+        assert len({threads[entry["id"]] for entry in batch}) == 1
         wait_until(lambda: outbox_is_settled(redis_client, prefix), what="everything delivered")
     finally:
         receiver.close()
@@ -356,16 +357,16 @@ def test_a_quick_receiver_that_starts_to_hang_has_the_rest_of_its_read_put_off(
     try:
         worker = start_worker(total_timeout=1.0, postpone_seconds=30.0, postpone_cap_seconds=30.0, **READ_AT_ONCE)
         batch = delivered_once_then_read_together(worker, redis_client, prefix, receiver.url(), 8)
-        # Each of the two tasks hangs on its first delivery until the attempt's timeout; then
-        # the receiver is slow, and the other six go to the retry set without an attempt
-        # instead of waiting behind a hang each.
-        wait_until(lambda: metric(worker, "webhook_deliveries_postponed_total") >= 6, what="the rest put off")
+        # The task hangs on its first delivery until the attempt's timeout; then the receiver
+        # is slow, and the other seven go to the retry set without an attempt instead of
+        # waiting behind a hang each.
+        wait_until(lambda: metric(worker, "webhook_deliveries_postponed_total") >= 7, what="the rest put off")
         tried = {request.webhook_id for request in receiver.received} & {entry["id"] for entry in batch}
-        assert len(tried) == 2
+        assert len(tried) == 1
         keys = {ShardKeys.for_game(prefix, entry["game"]) for entry in batch}
         put_off = [member for shard_keys in keys for member, _ in retry_members(redis_client, shard_keys)
                    if member["id"] not in tried]
-        assert len(put_off) == 6 and all(member["attempt"] == 1 and member["postponed"] == 1 for member in put_off)
+        assert len(put_off) == 7 and all(member["attempt"] == 1 and member["postponed"] == 1 for member in put_off)
     finally:
         receiver.release()
         receiver.close()
