@@ -125,3 +125,32 @@ def test_steps_redis_cannot_take_are_tried_again_until_it_can(prefix: str, tmp_p
     finally:
         client.close()
         server.stop()
+
+
+class CountingQueues(Queues):
+    """Queues that keep the size of each finishing round trip."""
+
+    def __init__(self, *args) -> None:
+        super().__init__(*args)
+        self.batches: list[int] = []
+
+    def finish(self, steps):
+        self.batches.append(len(steps))
+        return super().finish(steps)
+
+
+def test_steps_held_by_a_thread_go_together_when_it_is_done(redis_client, prefix: str) -> None:
+    queues = CountingQueues(redis_client, prefix, "reader", 100)
+    entries = read_one_per_shard(queues, redis_client, prefix, tuple(range(5)))
+    finisher = Finisher(queues)
+    heard: list[tuple[str, bool]] = []
+    with finisher.holding():
+        for shard, stream_id, _ in entries:
+            finisher.submit(FinishStep(shard, "stream", stream_id, "done"),
+                            lambda finished, stream_id=stream_id: heard.append((stream_id, finished)))
+        assert heard == [] and queues.batches == []
+        assert all(redis_client.xlen(ShardKeys.of(prefix, shard).outbox) == 1 for shard in range(5))
+    assert queues.batches == [5]
+    assert sorted(heard) == sorted((stream_id, True) for _, stream_id, _ in entries)
+    finisher.submit(FinishStep(0, "stream", "1-1", "done"), lambda finished: heard.append(("1-1", finished)))
+    assert queues.batches == [5, 1]  # not held any more
