@@ -175,6 +175,18 @@ class Queues:
         outbox = self.keys(shard).outbox
         return self._prune_consumers(keys=[outbox], args=[GROUP, idle_ms, self.consumer])
 
+    def shards_due(self, kind: str, shards: Sequence[int], now: float) -> list[int]:
+        """The shards among ``shards`` whose ``kind`` set ("retry" or "due") has a member due at
+        ``now``. One round trip on a single Redis, so that a worker with nothing due asks
+        once per poll rather than once per shard; on a cluster every shard (its keys live in
+        different slots), to be claimed one by one as before."""
+        if isinstance(self._client, RedisCluster):
+            return list(shards)
+        pipe = self._client.pipeline(transaction=False)
+        for shard in shards:
+            pipe.zcount(getattr(self.keys(shard), kind), "-inf", repr(now))
+        return [shard for shard, due in zip(shards, pipe.execute()) if due]
+
     def claim_retries(self, shard: int, now: float, lease_until: float, count: int) -> list[str]:
         """Up to ``count`` retry members due at ``now``, leased until ``lease_until``."""
         return self._claim_due(keys=[self.keys(shard).retry], args=[repr(now), repr(lease_until), count])

@@ -252,22 +252,23 @@ class Worker:
             members = self._queues.claim_retries(shard, now, lease_until, count)
             return [lambda member=member: self._deliver_retry(shard, member) for member in members]
 
-        self._leased_loop("claiming due retries", claim)
+        self._leased_loop("claiming due retries", "retry", claim)
 
     def _deadline_loop(self) -> None:
         def claim(shard: int, now: float, lease_until: float, count: int) -> list:
             game_ids = self._queues.claim_deadlines(shard, now, lease_until, count)
             return [lambda game_id=game_id: self._fire_deadline(shard, game_id, lease_until) for game_id in game_ids]
 
-        self._leased_loop("claiming due turn deadlines", claim)
+        self._leased_loop("claiming due turn deadlines", "due", claim)
 
-    def _leased_loop(self, what: str, claim) -> None:
-        """Every poll, in each shard, claim (under a lease) as much due work as the pool has room
-        for and hand it to the pool: ``claim(shard, now, lease_until, count)`` gives the tasks."""
+    def _leased_loop(self, what: str, kind: str, claim) -> None:
+        """Every poll, in each shard whose ``kind`` set has something due, claim (under a lease)
+        as much due work as the pool has room for and hand it to the pool:
+        ``claim(shard, now, lease_until, count)`` gives the tasks."""
         failures = _FailureLog(what)
         while not self._stopping.is_set():
             try:
-                for shard in self.settings.shards:
+                for shard in self._queues.shards_due(kind, self.settings.shards, self._clock()):
                     free = self._pool.free()
                     if not free:
                         break

@@ -1,4 +1,5 @@
-"""Finishing deliveries in batches, and reading every shard in one call, on real Redis."""
+"""Finishing deliveries in batches, reading every shard in one call and finding the shards
+with due work in one round trip, on real Redis."""
 from __future__ import annotations
 
 import threading
@@ -154,3 +155,17 @@ def test_steps_held_by_a_thread_go_together_when_it_is_done(redis_client, prefix
     assert sorted(heard) == sorted((stream_id, True) for _, stream_id, _ in entries)
     finisher.submit(FinishStep(0, "stream", "1-1", "done"), lambda finished: heard.append(("1-1", finished)))
     assert queues.batches == [5, 1]  # not held any more
+
+
+def test_the_shards_with_due_work_are_found_in_one_round_trip(redis_client, prefix: str) -> None:
+    queues = Queues(redis_client, prefix, "reader", 100)
+    redis_client.zadd(ShardKeys.of(prefix, 2).retry, {"due": 100.0})
+    redis_client.zadd(ShardKeys.of(prefix, 5).retry, {"later": 300.0})
+    redis_client.zadd(ShardKeys.of(prefix, 9).due, {"g": 150.0})
+    before = redis_client.info("stats")["total_commands_processed"]
+    assert queues.shards_due("retry", tuple(range(16)), 200.0) == [2]
+    assert queues.shards_due("due", tuple(range(16)), 200.0) == [9]
+    assert queues.shards_due("retry", tuple(range(16)), 300.0) == [2, 5]  # due at its score
+    assert queues.shards_due("retry", (0, 1, 3), 1e12) == []
+    # 16 + 16 + 16 + 3 ZCOUNTs in four pipelines, and the INFO call itself
+    assert redis_client.info("stats")["total_commands_processed"] - before == 52
