@@ -17,15 +17,17 @@ from service.api.games.event_schemas import EVENT
 from service.api.games.view_schema import (
     EXAMPLE_GAME_ID,
     EXAMPLE_MELDS,
+    LAYOFFS_OF_ACTION,
     GameViewSchema,
     LayoffItemRequestSchema,
     LayoffItemSchema,
     RulesRequestSchema,
     SuggestedActionSchema,
+    TurnActionFields,
     metadata_doc,
 )
 from service.api.vocabulary import (BOT_LEVEL, DRAW_SOURCE, MATCH_STATUS, METADATA, METADATA_MAX_BYTES, OUTCOME,
-                                    TURN_ACTION, VARIANT, enum_field)
+                                    VARIANT, enum_field)
 from service.bots import Level
 from service.games import NewGame, NewSeat
 
@@ -180,15 +182,10 @@ LayoffRequestSchema = _action_schema(rules.ActionType.LAYOFF, {
 })
 
 
-class AdviceRequestActionSchema(ma.Schema):
+class AdviceRequestActionSchema(TurnActionFields):
     """A suggested turn action in an advice request (the view's ``SuggestedAction``, strict)."""
 
-    type = enum_field(TURN_ACTION, "Suggested action", "draw", required=True)
-    source = enum_field(DRAW_SOURCE, "For draw: where from", "discard")
-    card = card_field("For discard: the card", "Kd")
-    discard = card_field("For knock: the discard", "Kd")
-    melds = melds_field("For knock and layoff: the melds, when not the engine's choice", EXAMPLE_MELDS)
-    layoffs = nested_list(LayoffItemRequestSchema, "For layoff: the lay-offs, when not the engine's choice")
+    layoffs = nested_list(LayoffItemRequestSchema, LAYOFFS_OF_ACTION)
 
 
 AdviceRequestSchema = _action_schema(rules.ActionType.ADVICE, {

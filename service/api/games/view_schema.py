@@ -147,15 +147,25 @@ class PartnerSchema(CardsSchema):
     seat = F.Integer(required=True, metadata=doc("The captain's seat", 2))
 
 
-class SuggestedActionSchema(ResponseSchema):
-    """A turn action as JSON: what ``POST /v1/games/{game_id}/{type}`` takes, with its type."""
+class TurnActionFields(ma.Schema):
+    """The fields of a turn action as JSON: what ``POST /v1/games/{game_id}/{type}`` takes,
+    with its type. The view's suggestion and the advice request add ``layoffs`` with their
+    own item schema (open in a response, strict in a request)."""
 
     type = enum_field(TURN_ACTION, "Suggested action", "draw", required=True)
     source = enum_field(DRAW_SOURCE, "For draw: where from", "discard")
     card = card_field("For discard: the card", "Kd")
     discard = card_field("For knock: the discard", "Kd")
     melds = melds_field("For knock and layoff: the melds, when not the engine's choice", EXAMPLE_MELDS)
-    layoffs = nested_list(LayoffItemSchema, "For layoff: the lay-offs, when not the engine's choice")
+
+
+LAYOFFS_OF_ACTION = "For layoff: the lay-offs, when not the engine's choice"
+
+
+class SuggestedActionSchema(ResponseSchema, TurnActionFields):
+    """A turn action as JSON, as the view suggests it."""
+
+    layoffs = nested_list(LayoffItemSchema, LAYOFFS_OF_ACTION)
 
 
 class AdviceSchema(ResponseSchema):
