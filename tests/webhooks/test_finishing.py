@@ -63,17 +63,27 @@ def test_finishing_survives_redis_losing_its_scripts(prefix: str, tmp_path) -> N
         server.stop()
 
 
-class HeldQueues(Queues):
-    """Queues whose first finishing round trip waits for ``release``; each one's size is kept."""
+class CountingQueues(Queues):
+    """Queues that keep the size of each finishing round trip."""
 
     def __init__(self, *args) -> None:
         super().__init__(*args)
         self.batches: list[int] = []
+
+    def finish(self, steps):
+        self.batches.append(len(steps))
+        return super().finish(steps)
+
+
+class HeldQueues(CountingQueues):
+    """Queues whose first finishing round trip waits for ``release``; each one's size is kept."""
+
+    def __init__(self, *args) -> None:
+        super().__init__(*args)
         self.sending = threading.Event()
         self.release = threading.Event()
 
     def finish(self, steps):
-        self.batches.append(len(steps))
         self.sending.set()
         self.release.wait(10)
         return super().finish(steps)
@@ -126,18 +136,6 @@ def test_steps_redis_cannot_take_are_tried_again_until_it_can(prefix: str, tmp_p
     finally:
         client.close()
         server.stop()
-
-
-class CountingQueues(Queues):
-    """Queues that keep the size of each finishing round trip."""
-
-    def __init__(self, *args) -> None:
-        super().__init__(*args)
-        self.batches: list[int] = []
-
-    def finish(self, steps):
-        self.batches.append(len(steps))
-        return super().finish(steps)
 
 
 def test_steps_held_by_a_thread_go_together_when_it_is_done(redis_client, prefix: str) -> None:
