@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from redis import Redis
 from redis.cluster import RedisCluster
@@ -76,6 +77,11 @@ for _, info in ipairs(redis.call('XINFO', 'CONSUMERS', KEYS[1], ARGV[1])) do
 end
 return removed
 """
+
+
+# The sorted sets of a shard that hold work coming due (ShardKeys attributes): retries and
+# turn deadlines.
+DueKind = Literal["retry", "due"]
 
 
 @dataclass(frozen=True)
@@ -175,7 +181,7 @@ class Queues:
         outbox = self.keys(shard).outbox
         return self._prune_consumers(keys=[outbox], args=[GROUP, idle_ms, self.consumer])
 
-    def shards_due(self, kind: str, shards: Sequence[int], now: float) -> list[int]:
+    def shards_due(self, kind: DueKind, shards: Sequence[int], now: float) -> list[int]:
         """The shards among ``shards`` whose ``kind`` set ("retry" or "due") has a member due at
         ``now``. One round trip on a single Redis, so that a worker with nothing due asks
         once per poll rather than once per shard; on a cluster every shard (its keys live in

@@ -32,9 +32,10 @@ class ReceiverSpeeds:
     def in_turn(self, receiver: str, turn_seconds: float) -> int:
         """How many deliveries to ``receiver`` one thread makes one after another: as many as
         its last delivery's time fits into ``turn_seconds``, at least 1 (1 when not quick)."""
-        if not self.is_quick(receiver):
+        last = self._last.get(receiver, math.inf)
+        if last >= self._quick_seconds:
             return 1
-        return max(1, int(turn_seconds / max(self._last.get(receiver, math.inf), 1e-6)))
+        return max(1, int(turn_seconds / max(last, 1e-6)))
 
     def note(self, receiver: str, seconds: float) -> None:
         """A delivery to ``receiver`` took ``seconds``."""

@@ -40,7 +40,7 @@ from service.webhooks.finishing import REDIS_ERRORS, Finisher, with_redis_retrie
 from service.webhooks.host_slots import HostSlots, receiver_of
 from service.webhooks.metrics import WorkerMetrics
 from service.webhooks.pool import BoundedPool
-from service.webhooks.queues import FinishStep, Queues
+from service.webhooks.queues import DueKind, FinishStep, Queues
 from service.webhooks.sender import Attempt, Outcome, Sender
 from service.webhooks.speeds import ReceiverSpeeds
 
@@ -261,7 +261,7 @@ class Worker:
 
         self._leased_loop("claiming due turn deadlines", "due", claim)
 
-    def _leased_loop(self, what: str, kind: str, claim) -> None:
+    def _leased_loop(self, what: str, kind: DueKind, claim) -> None:
         """Every poll, in each shard whose ``kind`` set has something due, claim (under a lease)
         as much due work as the pool has room for and hand it to the pool:
         ``claim(shard, now, lease_until, count)`` gives the tasks."""
@@ -315,8 +315,8 @@ class Worker:
             if self._claim_in_flight(shard, stream_id):
                 by_receiver.setdefault(receiver_of(fields.get("url", "")), deque()).append((shard, stream_id, fields))
         for receiver, queued in by_receiver.items():
-            in_turn = self._speeds.in_turn(receiver, self.settings.turn_seconds)
             if self._speeds.is_quick(receiver):
+                in_turn = self._speeds.in_turn(receiver, self.settings.turn_seconds)
                 for _ in range(-(-len(queued) // in_turn)):
                     self._pool.submit(lambda receiver=receiver, queued=queued: self._take_in_turn(receiver, queued))
             else:
