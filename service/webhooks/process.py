@@ -23,6 +23,7 @@ from redis.retry import Retry
 from service.config import Config, ConfigError
 from service.observability.jsonlog import FIELDS_ATTRIBUTE, configure_logging
 from service.store.redis_client import SCHEMES, client_from_url
+from service.webhooks.connections import IdleConnections
 from service.webhooks.health import HealthServer
 from service.webhooks.metrics import WorkerMetrics
 from service.webhooks.sender import TOTAL_TIMEOUT_SECONDS, Sender
@@ -83,7 +84,9 @@ def run_worker(config: Config, settle: Settle, *, host: str = "0.0.0.0", **tunin
     logger.info("worker listening", extra={FIELDS_ATTRIBUTE: {"host": host, "port": health.port}})
     client = _connect(config.redis_url, redis_options(settings.block_seconds), stop)
     if client is not None:
-        sender = Sender(WebhookSecret.parse(config.webhook_secret), allow_private=config.webhook_allow_private)
+        # As many kept connections per receiver as a task sends requests to it at once.
+        sender = Sender(WebhookSecret.parse(config.webhook_secret), allow_private=config.webhook_allow_private,
+                        idle=IdleConnections(per_key=settings.together))
         worker = Worker(client, prefix=config.key_prefix, sender=sender, settle=settle,
                         settings=settings, metrics=metrics)
         running["worker"] = worker

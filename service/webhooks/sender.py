@@ -17,7 +17,7 @@ import re
 import socket
 import ssl
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from importlib import metadata
@@ -104,7 +104,35 @@ class Sender:
 
         Never raises for anything the network or the receiver does: every ending is an
         Attempt."""
+        return self.deliver_together([(url, webhook_id, body)])[0]
+
+    def deliver_together(self, requests: Sequence[tuple[str, str, str]]) -> list[Attempt]:
+        """``deliver`` for each (url, webhook id, body), at once: every request goes out, each
+        on a connection of its own, before any answer is read, so the receiver handles them
+        side by side and the thread sleeps once for all their answers rather than once for
+        each (per delivery, about a third fewer context switches and system calls for both
+        sides). One deadline bounds them all. Plain HTTP/1.1: one request at a time on a
+        connection, never pipelined.
+
+        Never raises for anything the network or the receivers do: one Attempt per request,
+        in order."""
         deadline = time.monotonic() + self._total_timeout
+        targets: dict[str, _Target | Attempt] = {}
+        sent = []
+        for url, webhook_id, body in requests:
+            if url not in targets:
+                targets[url] = self._target(url, deadline)
+            target = targets[url]
+            if isinstance(target, Attempt):
+                sent.append(target)
+            elif not webhook_id or _UNSAFE.search(webhook_id):
+                sent.append(Attempt(Outcome.REFUSED, "unusable webhook id"))
+            else:
+                sent.append(self._send(target, self._request(target.netloc, target.path, webhook_id, body), deadline))
+        return [self._receive(step, deadline) if isinstance(step, _InFlight) else step for step in sent]
+
+    def _target(self, url: str, deadline: float) -> _Target | Attempt:
+        """Where ``url`` leads: its vetted addresses, or the Attempt that ends there."""
         parts = urlsplit(url)
         try:
             port = parts.port or DEFAULT_PORTS.get(parts.scheme, 0)
@@ -113,8 +141,6 @@ class Sender:
         if (parts.scheme not in DEFAULT_PORTS or not parts.hostname or not port or "@" in parts.netloc
                 or _UNSAFE.search(url)):
             return Attempt(Outcome.REFUSED, "unusable callback URL")
-        if not webhook_id or _UNSAFE.search(webhook_id):
-            return Attempt(Outcome.REFUSED, "unusable webhook id")
         host = parts.hostname
         try:
             addresses = self._resolver(host, port, _remaining(deadline))
@@ -125,22 +151,54 @@ class Sender:
             if forbidden:
                 return Attempt(Outcome.REFUSED, f"forbidden address {forbidden[0]}")
         path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        origin = (parts.scheme, host, port)
-        request = self._request(parts.netloc, path, webhook_id, body)
-        kept = self._idle.take([(origin, item.sockaddr) for item in addresses])
+        return _Target((parts.scheme, host, port), addresses, parts.netloc, path)
+
+    def _send(self, target: _Target, request: bytes, deadline: float) -> _InFlight | Attempt:
+        """Send ``request`` on a kept connection to the target, or on a new one."""
+        kept = self._idle.take([(target.origin, item.sockaddr) for item in target.addresses])
         if kept is not None:
-            result = self._exchange(kept, request, deadline)
-            if result is not None:
-                return result
+            try:
+                return _send_on(target, kept, request, deadline)
+            except OSError as error:
+                kept.close()
+                if not _closed_while_idle(kept, error, deadline):
+                    return _failure(error)
         try:
-            connection = self._open(origin, addresses, deadline)
+            connection = self._open(target.origin, target.addresses, deadline)
         except TimeoutError:
             return Attempt(Outcome.FAILED, "timeout: connect")
         except ssl.SSLError as error:
             return Attempt(Outcome.FAILED, f"tls: {_describe(error)}")
         except OSError as error:
             return Attempt(Outcome.FAILED, f"connect: {_describe(error)}")
-        return self._exchange(connection, request, deadline)
+        try:
+            return _send_on(target, connection, request, deadline)
+        except OSError as error:
+            connection.close()
+            return _failure(error)
+
+    def _receive(self, in_flight: _InFlight, deadline: float) -> Attempt:
+        """Read the answer to a request sent, then keep its connection for the next request
+        or close it."""
+        connection = in_flight.connection
+        try:
+            answer = read_answer(connection.socket.reader)
+        except (OSError, http.client.HTTPException, ValueError) as error:
+            connection.close()
+            if not _closed_while_idle(connection, error, deadline):
+                return _failure(error)
+            again = self._send(in_flight.target, in_flight.request, deadline)
+            return self._receive(again, deadline) if isinstance(again, _InFlight) else again
+        delivered = 200 <= answer.status < 300
+        # Kept only when the whole answer was read and nothing went wrong: whatever is
+        # left unread on a connection would be taken for the next answer.
+        if delivered and answer.reusable:
+            self._idle.give_back(connection)
+        else:
+            connection.close()
+        if delivered:
+            return Attempt(Outcome.DELIVERED, status=answer.status)
+        return Attempt(Outcome.FAILED, f"http {answer.status}", answer.status)
 
     def close(self) -> None:
         """Close the connections kept for later deliveries."""
@@ -191,38 +249,47 @@ class Sender:
             f"Content-Length: {len(payload)}\r\n\r\n"
         ).encode() + payload
 
-    def _exchange(self, connection: Connection, request: bytes, deadline: float) -> Attempt | None:
-        """Send ``request`` over ``connection`` and read the answer, then keep the
-        connection for the next request or close it.
-
-        None when a kept connection turned out closed by the receiver before any answer
-        (it may close an idle connection at any moment): worth a new connection."""
-        connection.socket.deadline = deadline
-        try:
-            connection.socket.sendall(request)
-            answer = read_answer(connection.socket.reader)
-        except (OSError, http.client.HTTPException, ValueError) as error:
-            connection.close()
-            if connection.reused and isinstance(error, _CLOSED_WHEN_IDLE) and _remaining(deadline) > 0:
-                return None
-            if isinstance(error, TimeoutError):
-                return Attempt(Outcome.FAILED, "timeout")
-            kind = "tls" if isinstance(error, ssl.SSLError) else "http"
-            return Attempt(Outcome.FAILED, f"{kind}: {_describe(error)}")
-        delivered = 200 <= answer.status < 300
-        # Kept only when the whole answer was read and nothing went wrong: whatever is
-        # left unread on a connection would be taken for the next answer.
-        if delivered and answer.reusable:
-            self._idle.give_back(connection)
-        else:
-            connection.close()
-        if delivered:
-            return Attempt(Outcome.DELIVERED, status=answer.status)
-        return Attempt(Outcome.FAILED, f"http {answer.status}", answer.status)
-
-
 # What a receiver closing a kept-alive connection looks like to the next request on it.
 _CLOSED_WHEN_IDLE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError)
+
+
+@dataclass(frozen=True)
+class _Target:
+    """A callback URL's origin and request path, with the addresses its host resolved to
+    (vetted)."""
+
+    origin: Origin
+    addresses: list[Resolved]
+    netloc: str
+    path: str
+
+
+@dataclass(frozen=True)
+class _InFlight:
+    """A request sent on ``connection``, its answer not read yet."""
+
+    target: _Target
+    connection: Connection
+    request: bytes
+
+
+def _send_on(target: _Target, connection: Connection, request: bytes, deadline: float) -> _InFlight:
+    connection.socket.deadline = deadline
+    connection.socket.sendall(request)
+    return _InFlight(target, connection, request)
+
+
+def _closed_while_idle(connection: Connection, error: BaseException, deadline: float) -> bool:
+    """Whether ``error`` shows a kept connection that the receiver closed while it was idle
+    (it may, at any moment), before any answer, with time left for a new connection."""
+    return connection.reused and isinstance(error, _CLOSED_WHEN_IDLE) and _remaining(deadline) > 0
+
+
+def _failure(error: BaseException) -> Attempt:
+    if isinstance(error, TimeoutError):
+        return Attempt(Outcome.FAILED, "timeout")
+    kind = "tls" if isinstance(error, ssl.SSLError) else "http"
+    return Attempt(Outcome.FAILED, f"{kind}: {_describe(error)}")
 
 
 def _remaining(deadline: float) -> float:

@@ -310,6 +310,42 @@ def test_deliveries_to_one_receiver_reuse_one_connection(secret: str, receiver: 
     delivering.close()
 
 
+def test_deliveries_together_all_go_out_before_any_answer_is_read(secret: str) -> None:
+    receiver = Receiver(secret, lambda request, count: HANG).start()
+    idle = IdleConnections()
+    delivering = sender(secret, idle=idle)
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            results = pool.submit(delivering.deliver_together,
+                                  [(receiver.url(), f"wh_{number}", BODY) for number in range(3)])
+            # The receiver holds every answer, yet all three arrive, each on a connection of its own.
+            held = receiver.wait_for_count(3)
+            assert len({request.peer for request in held}) == 3
+            receiver.release()
+            assert [result.outcome for result in results.result(10)] == [Outcome.DELIVERED] * 3
+        assert all(request.verified for request in receiver.received)
+        assert idle.count() == 3  # all kept for the next deliveries
+    finally:
+        delivering.close()
+        receiver.close()
+
+
+def test_deliveries_together_end_each_on_their_own(secret: str, receiver: Receiver) -> None:
+    results = sender(secret).deliver_together([
+        (receiver.url(), "wh_1", BODY),
+        ("ftp://example.com/x", "wh_2", BODY),
+        (receiver.url(), "bad id", BODY),
+        (f"http://127.0.0.1:{free_port()}/x", "wh_4", BODY),
+        (receiver.url("/other"), "wh_5", BODY),
+    ])
+    assert [(result.outcome, result.reason.split(":")[0]) for result in results] == [
+        (Outcome.DELIVERED, ""), (Outcome.REFUSED, "unusable callback URL"), (Outcome.REFUSED, "unusable webhook id"),
+        (Outcome.FAILED, "connect"), (Outcome.DELIVERED, ""),
+    ]
+    assert [(request.path, request.webhook_id) for request in receiver.received] == [
+        ("/hooks/gin?tenant=7", "wh_1"), ("/other", "wh_5")]
+
+
 def test_a_kept_connection_serves_only_the_address_it_was_vetted_for(secret: str, receiver: Receiver) -> None:
     url = f"http://hooks.test:{receiver.port}/x"
     idle = IdleConnections()

@@ -311,7 +311,7 @@ def test_a_delivery_over_a_quick_receivers_share_waits_for_its_slot(
 # take longer than the deployed 50 ms (one did), a hanging one takes the 1 s attempt timeout;
 # and after the read of the first entry the reader waits 3 s, so the entries added meanwhile
 # come in its next read, all of them (a blocked read could return some of them first: seen);
-# and one thread may take all of a read's deliveries to a quick receiver in turn.
+# and one task may take all of a read's deliveries to a quick receiver.
 READ_AT_ONCE = {"quick_seconds": 0.5, "linger_seconds": 3.0, "turn_seconds": 60.0}
 
 
@@ -326,25 +326,30 @@ def delivered_once_then_read_together(worker, client, prefix: str, url: str, cou
     return entries
 
 
-def test_a_quick_receivers_deliveries_of_one_read_go_in_turn_on_one_thread(
+def test_a_quick_receivers_deliveries_of_one_read_go_out_together_each_on_a_connection_of_its_own(
     start_worker, secret: str, redis_client, prefix: str
 ) -> None:
-    receiver = Receiver(secret).start()
+    requests = itertools.count()
+    receiver = Receiver(secret, lambda request, count: 200 if next(requests) == 0 else HANG).start()  # quick once
     try:
-        worker = start_worker(**READ_AT_ONCE)
-        threads: dict[str, int] = {}
-        deliver = worker._sender.deliver
+        worker = start_worker(total_timeout=10.0, **READ_AT_ONCE)
+        sizes: list[int] = []
+        deliver_together = worker._sender.deliver_together
 
-        def deliver_recording_the_thread(url: str, webhook_id: str, body: str):
-            threads[webhook_id] = threading.get_ident()
-            return deliver(url, webhook_id, body)
+        def deliver_counting(deliveries):
+            sizes.append(len(deliveries))
+            return deliver_together(deliveries)
 
-        worker._sender.deliver = deliver_recording_the_thread
+        worker._sender.deliver_together = deliver_counting
         batch = delivered_once_then_read_together(worker, redis_client, prefix, receiver.url(), 8)
-        receiver.wait_for_count(9)
-        # One task took the read's eight deliveries in turn; a task each would use eight threads.
-        assert len({threads[entry["id"]] for entry in batch}) == 1
+        # The receiver holds every answer, yet all eight arrive: none waited for the one before.
+        held = receiver.wait_for_count(9)[1:]
+        assert {request.webhook_id for request in held} == {entry["id"] for entry in batch}
+        assert len({request.peer for request in held}) == 8
+        receiver.release()
         wait_until(lambda: outbox_is_settled(redis_client, prefix), what="everything delivered")
+        # One task sent them, in one call: a task each would have made eight calls of one.
+        assert sizes == [1, 8]
     finally:
         receiver.close()
 
@@ -355,18 +360,19 @@ def test_a_quick_receiver_that_starts_to_hang_has_the_rest_of_its_read_put_off(
     requests = itertools.count()
     receiver = Receiver(secret, lambda request, count: 200 if next(requests) == 0 else HANG).start()  # quick once
     try:
-        worker = start_worker(total_timeout=1.0, postpone_seconds=30.0, postpone_cap_seconds=30.0, **READ_AT_ONCE)
+        worker = start_worker(total_timeout=1.5, postpone_seconds=30.0, postpone_cap_seconds=30.0, together=2,
+                              **READ_AT_ONCE)
         batch = delivered_once_then_read_together(worker, redis_client, prefix, receiver.url(), 8)
-        # The task hangs on its first delivery until the attempt's timeout; then the receiver
-        # is slow, and the other seven go to the retry set without an attempt instead of
+        # The task's first two deliveries hang until the attempt's timeout; then the receiver
+        # is slow, and the other six go to the retry set without an attempt instead of
         # waiting behind a hang each.
-        wait_until(lambda: metric(worker, "webhook_deliveries_postponed_total") >= 7, what="the rest put off")
+        wait_until(lambda: metric(worker, "webhook_deliveries_postponed_total") >= 6, what="the rest put off")
         tried = {request.webhook_id for request in receiver.received} & {entry["id"] for entry in batch}
-        assert len(tried) == 1
+        assert len(tried) == 2
         keys = {ShardKeys.for_game(prefix, entry["game"]) for entry in batch}
         put_off = [member for shard_keys in keys for member, _ in retry_members(redis_client, shard_keys)
                    if member["id"] not in tried]
-        assert len(put_off) == 7 and all(member["attempt"] == 1 and member["postponed"] == 1 for member in put_off)
+        assert len(put_off) == 6 and all(member["attempt"] == 1 and member["postponed"] == 1 for member in put_off)
     finally:
         receiver.release()
         receiver.close()
