@@ -5,8 +5,11 @@
 The receiver of the tests (tests/webhooks/receiver.py) keeps every request whole and runs
 a thread per connection; at the bench's pace (hundreds of deliveries a second, each on a
 new connection, for minutes) that would make the receiver, not the worker, the limit. This
-one runs on asyncio (a protocol, no thread or task per connection), answers 200 as soon as a
-request is read, and keeps five fields per request. It verifies the signature of every ``--verify-every``-th request with the
+one runs on asyncio (a protocol, no thread or task per connection) with uvloop's event loop,
+answers 200 as soon as a request is read, and keeps five fields per request. It stands for
+an integrator's endpoint, which would run on another machine: whatever CPU it takes on this
+one is taken from the service measured, so it is kept lean (uvloop cut its CPU per request
+by ~30 % against asyncio's own loop). It verifies the signature of every ``--verify-every``-th request with the
 standardwebhooks library (about 10 microseconds each: the default verifies them all).
 
 Once listening it prints its port on stdout. Then it reads commands on stdin, one a line,
@@ -26,6 +29,7 @@ import sys
 import threading
 import time
 
+import uvloop
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 ANSWER = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{\"ok\":true}"
@@ -143,4 +147,4 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--port", type=int, default=0, help="0: any free port")
     parser.add_argument("--verify-every", type=int, default=1, help="verify one request in this many (1: all)")
-    asyncio.run(main(parser.parse_args()))
+    uvloop.run(main(parser.parse_args()))
