@@ -4,15 +4,16 @@ and in the same run the ceiling of the stack (bench/baseline_app.py under the sa
     python bench/load.py [--clients 16] [--workers 2] [--seconds 20] [--scaling]
                          [--idempotency-keys] [--max-requests N] [--redis-url URL]
     python bench/load.py --profile [--moves 3000]
-    python bench/load.py --callbacks [--matches 1000] [--verify-every 1] [--clients 16] [--workers 2]
+    python bench/load.py --callbacks [--matches 1000] [--rounds 2] [--verify-every 1] [--clients 16] [--workers 2]
 
 Prints, for the service and for the baseline: moves/s and p50/p99 latency per endpoint; the
 ratio of the two; Redis calls and round trips per move (INFO commandstats); Redis memory per
 active match (MEMORY USAGE, for state / events / idempotency responses); with --scaling the
 service's moves/s with 1 and with 2 workers. --profile plays moves in-process (Flask test
 client on Redis) under pyinstrument and prints where the time goes. --callbacks plays
---matches matches without webhooks, then as many with every match's callback to a receiver
-on loopback and one ``ginrummy worker`` delivering, and prints both moves/s and their ratio,
+--matches matches without webhooks and as many with every match's callback to a receiver
+on loopback and one ``ginrummy worker`` delivering, in --rounds runs of each kind in ABBA
+order (without, with, with, without, ...), and prints both moves/s and their ratio,
 the CPU per move of every process, the delivery latency and the loss check (bench/README.md).
 
 Each simulated player plays one match at a time, acting for every seat with one request per
@@ -470,9 +471,9 @@ def drive_matches(players: list[ServicePlayer], matches: int, redis_client: redi
     return tally, before, after, window, {name: cpu_after[name] - cpu_before[name] for name in cpu_before}
 
 
-def play_matches(options, redis_url: str, prefix: str, directory: Path, settings: dict[str, str],
+def play_matches(options, matches: int, redis_url: str, prefix: str, directory: Path, settings: dict[str, str],
                  receiver: callbacks.ReceiverProcess | None) -> tuple[MatchRun, GunicornServer]:
-    """One run of ``--matches`` matches; with ``receiver``, every match has a callback to it
+    """One run of ``matches`` matches; with ``receiver``, every match has a callback to it
     and a ``ginrummy worker`` delivers. Returns with the service still running (the caller
     stops it) so that the webhook queues can be drained first."""
     environment = {"REDIS_URL": redis_url, "KEY_PREFIX": prefix, "LOG_LEVEL": "WARNING", **SERVICE_SETTINGS,
@@ -495,7 +496,7 @@ def play_matches(options, redis_url: str, prefix: str, directory: Path, settings
             player.new_match(None)
         load_before = callbacks.load_average()
         tally, before, after, window, cpu = drive_matches(
-            players, options.matches, client, server, lambda: {name: read() for name, read in processes.items()})
+            players, matches, client, server, lambda: {name: read() for name, read in processes.items()})
         load_after = callbacks.load_average()
         for player in players:
             player.send.close()
@@ -530,39 +531,76 @@ def print_cpu(run: MatchRun) -> None:
     print(f"  load average (1, 5, 15 min) at the window's start: {run.load[0]}; at its end: {run.load[1]}")
 
 
+@dataclass
+class Totals:
+    """Runs of one kind added up: moves, seconds measured, CPU seconds per process."""
+
+    moves: int = 0
+    seconds: float = 0.0
+    cpu: dict[str, float] = field(default_factory=dict)
+
+    def add(self, run: MatchRun) -> None:
+        self.moves += run.result.tally.moves
+        self.seconds += run.result.seconds
+        for name, used in cpu_used(run).items():
+            self.cpu[name] = self.cpu.get(name, 0.0) + used
+
+    @property
+    def moves_per_second(self) -> float:
+        return self.moves / self.seconds
+
+    def ms_per_move(self) -> dict[str, float]:
+        return {name: used * 1000 / max(self.moves, 1) for name, used in self.cpu.items()}
+
+
+def callback_rounds(rounds: int) -> list[bool]:
+    """Which runs have callbacks, in order: ABBA blocks (without, with, with, without, ...), so
+    that a machine growing slower or faster during the bench weighs on both kinds alike."""
+    return [(index % 4) in (1, 2) for index in range(2 * rounds)]
+
+
 def run_callbacks(options) -> None:
-    """Without callbacks, then with: each run until ``--matches`` matches are finished."""
+    """Runs without and with callbacks, interleaved; each kind until ``--matches`` matches are
+    finished in all."""
     print(f"{datetime.datetime.now().isoformat(timespec='seconds')}  {machine()}")
-    print(f"{options.clients} clients, {options.workers} gevent worker(s); each run measures from {WARMUP_SECONDS:.0f} s "
-          f"of warm-up until {options.matches} matches are finished; load generator, receiver and worker on the "
-          f"same machine; load average now {callbacks.load_average()}")
+    share = max(options.matches // options.rounds, 1)
+    print(f"{options.clients} clients, {options.workers} gevent worker(s); {options.rounds} run(s) of each kind, "
+          f"without and with callbacks in ABBA order, each measured from {WARMUP_SECONDS:.0f} s of warm-up until "
+          f"{share} matches are finished; load generator, receiver and worker on the same machine; load average "
+          f"now {callbacks.load_average()}")
     with tempfile.TemporaryDirectory() as directory, redis_for_bench(options.redis_url, Path(directory)) as url:
         prefix = f"bench:{uuid.uuid4().hex}:"
         secret = new_secret()
         receiver = callbacks.ReceiverProcess(secret, options.verify_every)
         settings = {"WEBHOOK_SECRET": secret, "WEBHOOK_ALLOWED_HOSTS": f"http://127.0.0.1:{receiver.port}"}
+        # The runs with callbacks share one prefix: each leaves its queues empty for the next.
+        hooked_prefix = f"{prefix}hooked:"
+        totals = {False: Totals(), True: Totals()}
+        hooked_runs: list[MatchRun] = []
+        drains: list[tuple[callbacks.Queues, int, callbacks.Queues, float]] = []
         try:
-            plain, server = play_matches(options, url, f"{prefix}plain:", Path(directory) / "plain", settings, None)
-            server.stop()
-            print_result(plain.result)
-            print_cpu(plain)
-            hooked, server = play_matches(options, url, f"{prefix}hooked:", Path(directory) / "hooked", settings,
-                                          receiver)
-            try:
-                with redis.Redis.from_url(url) as client:
-                    at_stop = callbacks.queues(client, f"{prefix}hooked:")
-                    received_at_stop = receiver.count()
-                    drained, waited = callbacks.wait_until_drained(client, f"{prefix}hooked:")
-                records = receiver.records()
-            finally:
-                hooked.worker.stop()
-                server.stop()
-            print_result(hooked.result)
-            print("  (the Redis counters of this run include the worker's commands: XREADGROUP, one script per "
-                  "delivery, sent in batches)")
-            print_cpu(hooked)
-            print_callbacks(options, plain, hooked, records, url, f"{prefix}hooked:", at_stop, received_at_stop,
-                            drained, waited)
+            for number, hooked in enumerate(callback_rounds(options.rounds)):
+                run, server = play_matches(options, share, url, hooked_prefix if hooked else f"{prefix}plain:",
+                                           Path(directory) / f"run{number}", settings, receiver if hooked else None)
+                try:
+                    if hooked:
+                        with redis.Redis.from_url(url) as client:
+                            at_stop, received_at_stop = callbacks.queues(client, hooked_prefix), receiver.count()
+                            drained, waited = callbacks.wait_until_drained(client, hooked_prefix)
+                        drains.append((at_stop, received_at_stop, drained, waited))
+                        hooked_runs.append(run)
+                finally:
+                    if run.worker is not None:
+                        run.worker.stop()
+                    server.stop()
+                totals[hooked].add(run)
+                print_result(run.result)
+                if hooked:
+                    print("  (the Redis counters of this run include the worker's commands: XREADGROUP, one script "
+                          "per delivery, sent in batches)")
+                print_cpu(run)
+            print_callbacks(options, totals[False], totals[True], hooked_runs, receiver.records(), url, hooked_prefix,
+                            drains)
         finally:
             receiver.stop()
             if options.redis_url:
@@ -571,28 +609,32 @@ def run_callbacks(options) -> None:
                         client.delete(key)
 
 
-def print_callbacks(options, plain: MatchRun, hooked: MatchRun, records: list[tuple], url: str, prefix: str,
-                    at_stop: callbacks.Queues, received_at_stop: int, drained: callbacks.Queues, waited: float) -> None:
-    ratio = hooked.result.moves_per_second / plain.result.moves_per_second
-    print(f"\nmoves/s with / without callbacks: {hooked.result.moves_per_second:,.0f} / "
-          f"{plain.result.moves_per_second:,.0f} = {ratio:.1%} (target >= {TARGETS['callbacks']:.0%}: "
+def print_callbacks(options, plain: Totals, hooked: Totals, hooked_runs: list[MatchRun], records: list[tuple],
+                    url: str, prefix: str, drains: list[tuple[callbacks.Queues, int, callbacks.Queues, float]]) -> None:
+    ratio = hooked.moves_per_second / plain.moves_per_second
+    print(f"\nmoves/s with / without callbacks, all runs of each kind: {hooked.moves_per_second:,.0f} / "
+          f"{plain.moves_per_second:,.0f} = {ratio:.1%} (target >= {TARGETS['callbacks']:.0%}: "
           f"{'met' if ratio >= TARGETS['callbacks'] else 'not met'})")
     # Throughput follows the other load on a shared machine; CPU per move hardly does. When
     # the bench is CPU-bound, moves/s goes as the inverse of the CPU a move costs.
-    per_move = [{name: used * 1000 / max(run.result.tally.moves, 1) for name, used in cpu_used(run).items()}
-                for run in (plain, hooked)]
+    per_move = [plain.ms_per_move(), hooked.ms_per_move()]
     server_side = [sum(v for name, v in costs.items() if name in ("gunicorn", "redis", "worker")) for costs in per_move]
     alone = [costs["gunicorn"] + costs["redis"] for costs in per_move]
     print(f"CPU per move: every process {sum(per_move[0].values()):.3f} -> {sum(per_move[1].values()):.3f} ms "
           f"(equal CPU would give {sum(per_move[0].values()) / sum(per_move[1].values()):.1%}); gunicorn + Redis + "
           f"worker {server_side[0]:.3f} -> {server_side[1]:.3f} ms ({server_side[0] / server_side[1]:.1%}); "
-          f"gunicorn + Redis {alone[0]:.3f} -> {alone[1]:.3f} ms ({alone[0] / alone[1]:.1%})")
-    print(f"when the players stopped: {received_at_stop:,} requests received, {at_stop.backlog:,} deliveries still "
-          f"queued (outbox {at_stop.outbox:,}, retry {at_stop.retry:,}); drained in {waited:.1f} s, "
-          f"{'nothing left' if drained.backlog == 0 else f'{drained.backlog:,} LEFT (gave up)'}; "
-          f"dead letters {drained.dead:,}")
-    accounting = callbacks.account(records, url, prefix, hooked.games, {0, 1})
-    latency = callbacks.latencies(accounting, hooked.answered)
+          f"gunicorn + Redis {alone[0]:.3f} -> {alone[1]:.3f} ms ({alone[0] / alone[1]:.1%}); the load generator "
+          f"(the same work per move in both: how fast the machine ran) {per_move[0]['load generator']:.3f} -> "
+          f"{per_move[1]['load generator']:.3f} ms")
+    for at_stop, received_at_stop, drained, waited in drains:
+        print(f"when the players stopped: {received_at_stop:,} requests received, {at_stop.backlog:,} deliveries "
+              f"still queued (outbox {at_stop.outbox:,}, retry {at_stop.retry:,}); drained in {waited:.1f} s, "
+              f"{'nothing left' if drained.backlog == 0 else f'{drained.backlog:,} LEFT (gave up)'}; "
+              f"dead letters {drained.dead:,}")
+    games = [game for run in hooked_runs for game in run.games]
+    answered = {key: moment for run in hooked_runs for key, moment in run.answered.items()}
+    accounting = callbacks.account(records, url, prefix, games, {0, 1})
+    latency = callbacks.latencies(accounting, answered)
     values = latency.values_ms
     print(f"delivery latency, answer of the move -> receiver (first arrival of each webhook-id, {len(values):,}): "
           f"p50 {percentile(values, 0.50):.1f} ms, p99 {percentile(values, 0.99):.1f} ms, "
@@ -607,7 +649,8 @@ def print_callbacks(options, plain: MatchRun, hooked: MatchRun, records: list[tu
     for label, webhook_ids in (("missing", accounting.missing), ("unexpected", accounting.unexpected)):
         if webhook_ids:
             print(f"  {label}, first ones: {', '.join(webhook_ids[:5])}")
-    lost = accounting.missing or accounting.unexpected or accounting.failed_verification or drained.backlog
+    left = sum(drained.backlog for _, _, drained, _ in drains)
+    lost = accounting.missing or accounting.unexpected or accounting.failed_verification or left
     print(f"nothing lost: {'yes' if not lost else 'NO'}")
 
 
@@ -734,7 +777,10 @@ def main() -> None:
     parser.add_argument("--moves", type=int, default=3000, help="moves to profile")
     parser.add_argument("--callbacks", action="store_true",
                         help="compare the service without and with webhooks to a receiver on loopback")
-    parser.add_argument("--matches", type=int, default=1000, help="matches to finish in each --callbacks run")
+    parser.add_argument("--matches", type=int, default=1000,
+                        help="matches to finish with --callbacks, in all the runs of each kind")
+    parser.add_argument("--rounds", type=int, default=2,
+                        help="--callbacks: runs of each kind, in ABBA order (1: without, then with)")
     parser.add_argument("--verify-every", type=int, default=1,
                         help="with --callbacks: the receiver verifies one signature in this many (1: all)")
     options = parser.parse_args()
