@@ -88,7 +88,9 @@ class WorkerSettings:
     them, and the receiver gets them side by side. Against the bench receiver on loopback,
     8 at once rather than one after another cut the worker's CPU per delivery by ~17 % and
     the receiver's by ~20 %. The worker process keeps as many connections to each receiver
-    open between deliveries (connections.py), so that they are reused rather than opened anew."""
+    open between deliveries (connections.py), so that they are reused rather than opened anew.
+    So at most ``concurrency`` × ``together`` deliveries, each with its connection, are in
+    flight at once (256 by default), and at most ``receiver_limit`` of them to one receiver."""
 
     concurrency: int = 32
     per_receiver: int = 0

@@ -203,6 +203,22 @@ def test_the_whole_attempt_ends_at_the_total_timeout(secret: str, raw_server: Ra
     assert raw_server.closed_by_client.wait(5)
 
 
+def stall(connection: socket.socket) -> None:
+    time.sleep(5)  # reads nothing more: the client's send buffer fills and stays full
+
+
+@pytest.mark.parametrize("raw_server", [stall], indirect=True)
+def test_a_receiver_that_stops_reading_the_body_ends_the_attempt_at_the_total_timeout(
+    secret: str, raw_server: RawServer
+) -> None:
+    body = "x" * 64_000_000  # far more than the socket buffers on both sides take
+    started = time.monotonic()
+    result = sender(secret, total_timeout=1.0).deliver(f"http://127.0.0.1:{raw_server.port}/x", "wh_1", body)
+    elapsed = time.monotonic() - started
+    assert (result.outcome, result.reason) == (Outcome.FAILED, "timeout")
+    assert 0.9 < elapsed < 2.0
+
+
 @pytest.mark.parametrize("raw_server", [endless_body], indirect=True)
 def test_only_a_bounded_part_of_the_answer_is_read(secret: str, raw_server: RawServer) -> None:
     started = time.monotonic()

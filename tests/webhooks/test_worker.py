@@ -10,7 +10,7 @@ import pytest
 
 from service import ids
 from service.webhooks.entries import GROUP, ShardKeys
-from service.webhooks.worker import backoff_seconds, postponed_wait
+from service.webhooks.worker import WorkerSettings, backoff_seconds, postponed_wait
 from tests.webhooks.receiver import HANG, Receiver, always
 from tests.webhooks.support import (
     FakeClock,
@@ -35,6 +35,13 @@ def test_backoff_is_full_jitter_doubling_up_to_the_cap() -> None:
     assert [backoff_seconds(attempt, 1.0, 300.0, lambda: 1.0) for attempt in (1, 2, 3, 9, 10)] == [1, 2, 4, 256, 300]
     assert backoff_seconds(5, 1.0, 300.0, lambda: 0.0) == 0
     assert backoff_seconds(3, 1.0, 300.0, lambda: 0.5) == 2
+
+
+@pytest.mark.parametrize("name", ["concurrency", "max_attempts", "batch", "together"])
+def test_counts_below_one_are_refused(name: str) -> None:
+    assert getattr(WorkerSettings(**{name: 1}), name) == 1
+    with pytest.raises(ValueError, match=name):
+        WorkerSettings(**{name: 0})
 
 
 def test_a_delivery_put_off_again_waits_twice_as_long_up_to_the_cap() -> None:
