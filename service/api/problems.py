@@ -36,7 +36,7 @@ TITLES = {
     "callback_not_allowed": "Callback URL not allowed",
     "creation_quota_exceeded": "Too many games created",
     "advice_limit_reached": "Too much advice this hand",
-    "game_not_finished": "The match is not over",
+    "game_not_finished": "The match has not finished",
     "game_expired": "The game expired",
     "store_full": "Game store full",
     "long_poll_capacity": "Too many waiting requests",

@@ -44,7 +44,7 @@ COMPONENTS: dict[str, dict] = {
         "type": "object",
         "additionalProperties": True,
         "description": f"The integrator's own data: a JSON object of at most {METADATA_MAX_BYTES} bytes as "
-                       "compact JSON, returned as it was sent and never interpreted (e.g. "
+                       "compact JSON in UTF-8, returned as it was sent and never interpreted (e.g. "
                        "`{\"tournament\": \"spring\"}`)",
     },
 }

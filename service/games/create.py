@@ -111,7 +111,7 @@ def create(ctx: Context, new: NewGame, caller: Caller, idempotency_key: str | No
     if stored_fingerprint != fingerprint:
         raise Unprocessable("this Idempotency-Key was already used for a different request",
                             field="Idempotency-Key", code="idempotency_key_reused")
-    return replace(_created(game_id, existing, _still_valid(existing, issued)), new=False)
+    return replace(_created(game_id, existing, still_valid(existing, issued)), new=False)
 
 
 def started(ctx: Context, record: Record, events: list[rules.Event]) -> tuple[Record, list[rules.Event]]:
@@ -155,7 +155,7 @@ def _derived_tokens(ctx: Context, game_id: str, seats: tuple[NewSeat, ...], *lab
     return [None if seat.level else secret.derived_token(game_id, *label, str(n)) for n, seat in enumerate(seats)]
 
 
-def _still_valid(record: Record, issued: list[str | None]) -> list[str | None]:
+def still_valid(record: Record, issued: list[str | None]) -> list[str | None]:
     """The derived tokens that are still the seats' tokens (a seat's token may have been replaced)."""
     return [token if token is not None and hash_token(token) == seat.token_hash else None
             for token, seat in zip(issued, record.seats)]

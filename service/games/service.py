@@ -218,11 +218,14 @@ class GameService:
     @_counts_store_errors
     def rematch(self, game_id: str, token: str) -> creation.Created:
         """The next match between the players of a finished one; every player gets the same one,
-        with their own token. Raises IllegalMove (not finished), Unauthorized, GameMissing, StoreError."""
+        with their own token (null once the integrator replaced it: only the replacement acts).
+        Raises IllegalMove (not finished, or aborted), Unauthorized, GameMissing, StoreError."""
         loaded, record = self._settled(game_id)
         seat = seat_of(record, token)
-        if not record.match.is_finished:
-            raise rules.IllegalMove("a rematch needs a finished match", code="game_not_finished")
+        if record.match.status is not rules.Status.FINISHED:
+            # An aborted match was ended by its integrator, who decides whether these players meet again.
+            raise rules.IllegalMove(f"a rematch needs a finished match, not an {record.match.status.value} one",
+                                    code="game_not_finished", params={"status": record.match.status.value})
         new_id = ids.derived_game_id(b"rematch", game_id)
         new, events, issued = creation.rematch_record(self.ctx, record, new_id)
         found = creation.store_new(self.ctx, new_id, new, events)
@@ -231,7 +234,8 @@ class GameService:
         else:
             new = found[0]
         self._mark_rematch(game_id, new_id)
-        players = [creation.SeatToken(s, new.match.names[s], issued[s] if s == seat else None)
+        valid = creation.still_valid(new, issued)
+        players = [creation.SeatToken(s, new.match.names[s], valid[s] if s == seat else None)
                    for s in range(len(issued))]
         return creation.Created(new_id, new.view(new_id, None), players, new.match.version, new=found is None)
 

@@ -19,6 +19,8 @@ MAX_URL_LENGTH = 2048
 CODE = "callback_not_allowed"
 FIELD = "callback_url"
 HTTP_DEFAULT_PORT = 80
+# What a host name or IP literal is made of, once lower-cased and in ASCII.
+HOST_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789.-_:")
 
 
 class AllowedHostsError(ValueError):
@@ -69,10 +71,8 @@ class AllowedHosts:
 def _bare_entry(entry: str) -> str:
     parts = urlsplit(f"https://{entry}")
     if parts.hostname is None or parts.netloc != entry or parts.port is not None or "@" in entry:
-        raise AllowedHostsError(
-            f"WEBHOOK_ALLOWED_HOSTS entry {entry!r} must be a host name, or http://host[:port]"
-        )
-    return _normal_host(parts.hostname)
+        raise _unreadable(entry)
+    return _entry_host(entry, parts.hostname)
 
 
 def _http_entry(entry: str) -> tuple[str, int]:
@@ -85,10 +85,27 @@ def _http_entry(entry: str) -> tuple[str, int]:
         parts.scheme != "http" or not parts.hostname or "@" in parts.netloc or port == -1
         or parts.path not in ("", "/") or parts.query or parts.fragment
     ):
-        raise AllowedHostsError(
-            f"WEBHOOK_ALLOWED_HOSTS entry {entry!r} must be a host name, or http://host[:port]"
-        )
-    return _normal_host(parts.hostname), port or HTTP_DEFAULT_PORT
+        raise _unreadable(entry)
+    return _entry_host(entry, parts.hostname), port or HTTP_DEFAULT_PORT
+
+
+def _entry_host(entry: str, host: str) -> str:
+    """The host of an entry as callback URLs are compared with it: an internationalised name
+    in its ASCII (punycode) form, since a callback URL must be ASCII. An entry that no URL
+    could ever match (a wildcard, characters no host name has) is refused rather than kept."""
+    if "*" in host:
+        raise _unreadable(entry, "; wildcards are not supported, list every host")
+    try:
+        host = _normal_host(host.encode("idna").decode("ascii"))
+    except UnicodeError:
+        raise _unreadable(entry) from None
+    if not set(host) <= HOST_CHARACTERS:
+        raise _unreadable(entry)
+    return host
+
+
+def _unreadable(entry: str, why: str = "") -> AllowedHostsError:
+    return AllowedHostsError(f"WEBHOOK_ALLOWED_HOSTS entry {entry!r} must be a host name, or http://host[:port]{why}")
 
 
 def check_callback_url(url: object, allowed_hosts: AllowedHosts) -> str:
@@ -113,8 +130,9 @@ def check_callback_url(url: object, allowed_hosts: AllowedHosts) -> str:
         raise _refused("the callback URL must not have a fragment", "fragment")
     if not allowed_hosts.allows(parts.scheme, parts.hostname, parts.port):
         host = _normal_host(parts.hostname)
+        shown = f"[{host}]" if ":" in host else host  # an IPv6 literal, bracketed as in the URL
         raise _refused(
-            f"callbacks to {parts.scheme}://{host} are not allowed by this server's configuration",
+            f"callbacks to {parts.scheme}://{shown} are not allowed by this server's configuration",
             "host_not_allowed", host=host, scheme=parts.scheme,
         )
     return url
@@ -131,8 +149,10 @@ def _split(url: str) -> SplitResult:
         port = parts.port  # raises ValueError for a port out of range or not a number
     except ValueError:
         raise _refused("the callback URL is not a valid URL", "malformed") from None
-    if not parts.hostname or port == 0:
+    if not parts.hostname:
         raise _refused("the callback URL must be an absolute URL with a host", "malformed")
+    if port == 0:
+        raise _refused("the callback URL's port must be from 1 to 65535", "malformed")
     return parts
 
 

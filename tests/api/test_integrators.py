@@ -38,10 +38,11 @@ def bearer(token: str | None) -> dict:
     return {} if token is None else {"Authorization": f"Bearer {token}"}
 
 
-def sized(size: int) -> dict:
-    """A JSON object of exactly ``size`` bytes as compact JSON."""
-    data = {"k": "x" * (size - len('{"k":""}'))}
-    assert len(json.dumps(data, separators=(",", ":")).encode()) == size
+def sized(size: int, letter: str = "x") -> dict:
+    """A JSON object of exactly ``size`` bytes as compact JSON in UTF-8 (``letter`` one or two bytes)."""
+    width = len(letter.encode())
+    data = {"k": letter * ((size - len('{"k":""}')) // width) + "x" * ((size - len('{"k":""}')) % width)}
+    assert len(json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode()) == size
     return data
 
 
@@ -67,19 +68,21 @@ def test_metadata_and_external_ids_come_back_in_every_view(client):
                                                                                  ("user-2", None)]
 
 
+@pytest.mark.parametrize("letter", ["x", "é"])
 @pytest.mark.parametrize("where", ["match", "seat"])
-def test_metadata_up_to_one_kilobyte(client, where):
+def test_metadata_up_to_one_kilobyte(client, where, letter):
     def body(metadata: dict) -> dict:
         if where == "match":
             return classic(metadata=metadata)
         return classic([{"name": "Ann", "metadata": metadata}, {"name": "Bob"}])
 
-    fits = client.post("/v1/games", json=body(sized(METADATA_MAX)))
+    # Counted in UTF-8: 1 KB of text in another script fits, though its \u escapes would not.
+    fits = client.post("/v1/games", json=body(sized(METADATA_MAX, letter)))
     assert fits.status_code == 201
     shown = fits.get_json()["game"]
-    assert (shown["metadata"] if where == "match" else shown["players"][0]["metadata"]) == sized(METADATA_MAX)
+    assert (shown["metadata"] if where == "match" else shown["players"][0]["metadata"]) == sized(METADATA_MAX, letter)
     field = "metadata" if where == "match" else "players.0.metadata"
-    assert_problem(client.post("/v1/games", json=body(sized(METADATA_MAX + 1))), 422, "invalid_request", field)
+    assert_problem(client.post("/v1/games", json=body(sized(METADATA_MAX + 1, letter))), 422, "invalid_request", field)
     assert_problem(client.post("/v1/games", json=body(["not", "an", "object"])), 422, "invalid_request", field)
 
 

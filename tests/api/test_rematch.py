@@ -177,6 +177,30 @@ def test_only_a_finished_match_has_a_rematch(app):
     assert client.get(f"/v1/games/{game_id}").get_json()["version"] == version
 
 
+def test_an_aborted_match_has_no_rematch(app):
+    client = app.test_client()
+    created = create(client)
+    game_id, tokens = created["game"]["id"], [p["token"] for p in created["players"]]
+    assert client.post(f"/v1/games/{game_id}/abort", headers={"X-API-Key": API_KEY}).status_code == 200
+    refused = assert_problem(rematch(client, game_id, tokens[0]), 409, "game_not_finished")
+    assert refused["params"] == {"status": "aborted"}
+    assert client.get(f"/v1/games/{game_id}").get_json()["rematch_id"] is None
+
+
+def test_a_token_replaced_in_the_next_match_is_handed_out_no_more(app):
+    client = app.test_client()
+    old_id, old_tokens = finished(client, create(client))
+    new = rematch(client, old_id, old_tokens[0]).get_json()
+    new_id, ann = new["game"]["id"], new["players"][0]["token"]
+    for seat in (0, 1):
+        assert client.post(f"/v1/games/{new_id}/players/{seat}/token", headers={"X-API-Key": API_KEY}).status_code == 200
+    assert_problem(client.get(f"/v1/games/{new_id}", headers=bearer(ann)), 401, "unauthorized")
+    for seat in (0, 1):
+        again = rematch(client, old_id, old_tokens[seat])
+        assert again.status_code == 200 and again.get_json()["game"]["id"] == new_id
+        assert [p["token"] for p in again.get_json()["players"]] == [None, None]
+
+
 def test_only_a_player_asks_for_a_rematch(app):
     client = app.test_client()
     old_id, _ = finished(client, create(client))

@@ -75,10 +75,34 @@ def test_a_url_that_is_not_text_is_refused() -> None:
 
 @pytest.mark.parametrize(
     "entry", ["https://hooks.example", "hooks.example:443", "hooks.example/path", "user@hooks.example",
-              "http://hooks.example/path", "http://hooks.example:x", "http://"],
+              "http://hooks.example/path", "http://hooks.example:x", "http://", "hooks!.example",
+              "*.hooks.example", "http://*.hooks.example:8080"],
 )
 def test_unreadable_entries_are_refused_at_start_up(entry: str) -> None:
     with pytest.raises(AllowedHostsError, match="WEBHOOK_ALLOWED_HOSTS"):
         AllowedHosts.parse([entry])
     with pytest.raises(ConfigError, match="WEBHOOK_ALLOWED_HOSTS"):
         Config.from_env({"WEBHOOK_ALLOWED_HOSTS": f"ok.example,{entry}"})
+
+
+def test_a_wildcard_entry_is_refused_with_the_reason() -> None:
+    with pytest.raises(AllowedHostsError, match="wildcards are not supported"):
+        AllowedHosts.parse(["*.hooks.example"])
+
+
+def test_an_internationalised_entry_allows_its_ascii_form() -> None:
+    # A callback URL must be ASCII, so the entry is kept in the form the URL can match.
+    allowed = AllowedHosts.parse(["bücher.example", "http://Bücher.example:8080"])
+    for url in ("https://xn--bcher-kva.example/hook", "http://xn--bcher-kva.example:8080/hook"):
+        assert check_callback_url(url, allowed) == url
+
+
+def test_a_refused_ipv6_host_is_shown_bracketed() -> None:
+    with pytest.raises(InvalidInput, match=r"https://\[::1\] are not allowed") as refused:
+        check_callback_url("https://[::1]/x", ALLOWED)
+    assert refused.value.params["host"] == "::1"
+
+
+def test_port_zero_is_refused_for_its_port() -> None:
+    with pytest.raises(InvalidInput, match="port must be from 1 to 65535"):
+        check_callback_url("https://hooks.example:0/x", ALLOWED)

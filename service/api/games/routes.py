@@ -275,9 +275,10 @@ class Rematch(MethodView):
     def post(self, game_id):
         """Play again
 
-        For a player of a finished match: the next match between the same players (same seats,
-        rules, bots, ids, metadata and callback; a fresh cut). The first call creates it; every
-        player's call returns it with that player's own token (the other tokens are null).
+        For a player of a finished match (played out or resigned; not aborted): the next match
+        between the same players (same seats, rules, bots, ids, metadata and callback; a fresh
+        cut). The first call creates it; every player's call returns it with that player's own
+        token (the other tokens are null; so is the caller's once the API key replaced it).
         """
         created = current().games.rematch(game_id, required_token(request))
         return _created_response(created, 201 if created.new else 200)
