@@ -86,6 +86,15 @@ def test_metadata_up_to_one_kilobyte(client, where, letter):
     assert_problem(client.post("/v1/games", json=body(["not", "an", "object"])), 422, "invalid_request", field)
 
 
+@pytest.mark.parametrize(("raw", "why"), [('{"k": 1e999}', "range"), ('{"k": "\\udfff"}', "surrogate"),
+                                          ('{"\\ud800": 1}', "surrogate")])
+def test_metadata_that_cannot_be_returned_as_sent_is_refused(client, raw, why):
+    body = '{"variant": "classic", "players": [{"name": "Ann"}, {"name": "Bob"}], "metadata": ' + raw + '}'
+    refused = assert_problem(client.post("/v1/games", data=body, content_type="application/json"),
+                             422, "invalid_request", "metadata")
+    assert why in str(refused["errors"]["metadata"])
+
+
 def test_an_external_id_is_at_most_128_characters(client):
     ok = client.post("/v1/games", json=classic([{"name": "Ann", "external_id": "u" * 128}, {"name": "Bob"}]))
     assert ok.status_code == 201

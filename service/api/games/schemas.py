@@ -49,9 +49,17 @@ class Metadata(F.Dict):
 
     def _deserialize(self, value, attr, data, **kwargs):
         loaded = super()._deserialize(value, attr, data, **kwargs)
+        # Returned as it was sent, so only what JSON in UTF-8 can carry: no number beyond a
+        # float's range (1e999 parses as infinity) and no lone half of a surrogate pair.
+        try:
+            encoded = json.dumps(loaded, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+        except UnicodeEncodeError:  # a ValueError too, so caught first
+            raise ma.ValidationError("Text must be Unicode characters (no lone surrogate).") from None
+        except ValueError:
+            raise ma.ValidationError("Numbers must be within a double's range.") from None
         # Counted as UTF-8, not with the \uXXXX escapes of json's ASCII default, which would
         # let text in other scripts use a sixth of the bytes that English may.
-        if len(json.dumps(loaded, separators=(",", ":"), ensure_ascii=False).encode()) > METADATA_MAX_BYTES:
+        if len(encoded) > METADATA_MAX_BYTES:
             raise ma.ValidationError(f"At most {METADATA_MAX_BYTES} bytes as compact JSON in UTF-8.")
         return loaded
 
