@@ -164,6 +164,14 @@ def test_a_cursor_not_given_by_the_service_is_refused(app, player):
     assert_problem(listing(app, KEY_A, player, status="paused"), 422, "invalid_request", "status")
 
 
+def test_an_external_id_longer_than_any_seat_may_carry_is_refused(app):
+    longest = "u" * 128
+    create(app, KEY_A, (longest, None))
+    assert [len(page) for page in all_pages(app, KEY_A, longest, limit=10)] == [1]
+    # Not cut to its first 128 characters, which would list another player's matches.
+    assert_problem(listing(app, KEY_A, longest + "x"), 422, "invalid_request", "external_id")
+
+
 def test_the_player_index_on_redis_cluster(redis_cluster_url, player):
     """Matches in every shard (so on every node of a 3-master cluster), paged across them."""
     prefix = f"test:{uuid.uuid4().hex[:8]}:"

@@ -10,6 +10,7 @@ from service.api.games.schemas import EXTERNAL_ID_MAX, PlayerGamesQuerySchema, P
 from service.api.openapi import API_KEY_ONLY
 from service.api.parser import ApiBlueprint
 from service.api.problems import documents_problems
+from service.rules.errors import InvalidInput
 
 blp = ApiBlueprint("players", __name__, url_prefix="/v1/players",
                    description="Your players' matches, by the external ids you gave their seats.")
@@ -38,7 +39,10 @@ class PlayerGames(MethodView):
         Matches that expired are left out.
         """
         owner = required_api_key_owner(request, current().config.api_keys)
-        page = current().games.player_games(owner, external_id[:EXTERNAL_ID_MAX], query["status"] == "finished",
+        if len(external_id) > EXTERNAL_ID_MAX:
+            raise InvalidInput(f"an external id has at most {EXTERNAL_ID_MAX} characters", field="external_id",
+                               params={"max_length": EXTERNAL_ID_MAX})
+        page = current().games.player_games(owner, external_id, query["status"] == "finished",
                                             query.get("cursor"), query["limit"])
         response = current_app.json.response(page)
         response.cache_control.private = True
