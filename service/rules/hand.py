@@ -328,11 +328,12 @@ class Hand:
         return best.melds, (), best.deadwood
 
     def layoff_targets(self, seat: int, rules: Rules) -> dict[str, list[int]]:
-        """For each of the defender's cards, the knocker's melds it could extend now (none against gin)."""
-        if self.phase is not Phase.LAYOFF or not self.may_lay_off(rules):
+        """For each of the defender's cards, the knocker's melds it could extend now (none against
+        gin, unless the rules allow laying off on gin); empty outside the lay-off step."""
+        if self.phase is not Phase.LAYOFF:
             return {}
-        return {str(card): [i for i, meld in enumerate(self.knock.melds) if fits(meld, card)]
-                for card in cards_of(self.holding(seat))}
+        melds = self.knock.melds if self.may_lay_off(rules) else ()
+        return {str(card): [i for i, meld in enumerate(melds) if fits(meld, card)] for card in cards_of(self.holding(seat))}
 
     # --- results --------------------------------------------------------------------------
     def _revealed(self) -> tuple[tuple[int, tuple[Card, ...]], ...]:

@@ -65,7 +65,7 @@ def test_against_gin_there_is_nowhere_to_lay_off(app):
     session = at_layoff(app, want_targets=False, gin=True, knock_limit=0)
     defender = session.match().turn
     you = session.view(defender)["you"]
-    assert you["layoff_targets"] == {}
+    assert you["layoff_targets"] == {card: [] for card in you["hand"]}
     # Laying off against gin is refused alike by the dry run and the real lay-off.
     before = snapshot(session)
     body = {"melds": [], "layoffs": [{"card": you["hand"][0], "meld": 0}]}
