@@ -1,8 +1,6 @@
 """The credentials a request carries: a player token (Bearer) and the service's API key."""
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from flask import Request
 
 from service import tokens
@@ -36,21 +34,25 @@ def required_token(request: Request) -> str:
     return token
 
 
-def api_key_owner(request: Request, accepted: Iterable[str]) -> str | None:
-    """The key id of the request's API key, or None when it sent none.
+def api_key_owner(request: Request, accepted: tuple[str, ...]) -> str | None:
+    """The key id of the request's API key, or None when it sent none or the service has no
+    keys (then creation is open to all, and a key adds nothing to check).
 
     Raises Unauthorized for a key that is not one of ``accepted``: a wrong key is an error,
     never the same as no key."""
     given = request.headers.get("X-API-Key")
-    if given is None:
+    if given is None or not accepted:
         return None
     if not tokens.is_accepted_key(given, accepted):
         raise Unauthorized("this X-API-Key is not one of the service's keys", challenge=API_KEY_CHALLENGE)
     return tokens.key_id(given)
 
 
-def required_api_key_owner(request: Request, accepted: Iterable[str]) -> str:
+def required_api_key_owner(request: Request, accepted: tuple[str, ...]) -> str:
     """The key id of the request's API key; raises Unauthorized without a valid one."""
+    if not accepted:
+        raise Unauthorized("this needs an API key, and this service has none configured",
+                           challenge=API_KEY_CHALLENGE)
     owner = api_key_owner(request, accepted)
     if owner is None:
         raise Unauthorized("this needs an API key: X-API-Key", challenge=API_KEY_CHALLENGE)

@@ -241,6 +241,22 @@ def test_creation_needs_the_api_key_when_configured(redis_url, key_prefix):
     store_of(app).close()
 
 
+def test_a_server_without_api_keys_ignores_the_header(redis_url, key_prefix):
+    # Nothing to check a key against: creation stays open, and what needs a key says why not.
+    app = build_app(REDIS_URL=redis_url, KEY_PREFIX=key_prefix, API_KEYS="", ALLOW_ANONYMOUS_CREATE="true")
+    client = app.test_client()
+    body = {"variant": "classic", "players": [{"name": "A"}, {"name": "B"}]}
+    created = client.post("/v1/games", json=body, headers={"X-API-Key": "any-key"})
+    assert created.status_code == 201
+    game_id = created.get_json()["game"]["id"]
+    refused = assert_problem(client.post(f"/v1/games/{game_id}/abort", headers={"X-API-Key": "any-key"}),
+                             401, "unauthorized")
+    assert "none configured" in refused["detail"]
+    assert client.get(f"/v1/games/{game_id}").get_json()["status"] == "active"
+    assert_problem(client.get("/v1/players/someone/games", headers={"X-API-Key": "any-key"}), 401, "unauthorized")
+    store_of(app).close()
+
+
 # --- 409: the rules forbid it now --------------------------------------------------------------
 
 def test_not_your_turn_and_wrong_phase(table):
