@@ -5,6 +5,7 @@ A card's index is ``suit * 13 + rank`` (rank 0 = ace … 12 = king), so one suit
 """
 from __future__ import annotations
 
+import json
 import random
 import secrets
 from collections.abc import Iterable
@@ -64,7 +65,7 @@ class Card:
         if card is None:
             shown = shown_value(text)
             raise InvalidInput(f"{shown} is not a card: write rank (A23456789TJQK) then suit (cdhs), e.g. 'Th'",
-                               code="invalid_card", field=field, params={"value": shown})
+                               code="invalid_card", field=field, params={"value": shown_param(text)})
         return card
 
 
@@ -107,7 +108,21 @@ SHOWN_VALUE_MAX = 20
 
 def shown_value(value: object) -> str:
     """``repr(value)``, cut short, for error messages."""
-    shown = repr(value)
+    return _cut(repr(value))
+
+
+def shown_param(value: object) -> str:
+    """``value`` as the client wrote it, cut short, for a problem's ``params``: text as it is
+    (no quotes for a client to strip), any other JSON value as JSON."""
+    if isinstance(value, str):
+        return _cut(value)
+    try:
+        return _cut(json.dumps(value))
+    except (TypeError, ValueError):  # not a JSON value: a caller of the engine's own API
+        return shown_value(value)
+
+
+def _cut(shown: str) -> str:
     return shown if len(shown) <= SHOWN_VALUE_MAX else shown[:SHOWN_VALUE_MAX] + "…"
 
 

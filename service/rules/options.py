@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from .cards import SHOWN_VALUE_MAX, shown_value
+from .cards import SHOWN_VALUE_MAX, shown_param, shown_value
 from .errors import InvalidInput
 
 CLASSIC = "classic"
@@ -91,7 +91,8 @@ def _checked(name: object, value: object):
         known = ", ".join(_OPTION_NAMES)
         shown = shown_value(name)
         raise InvalidInput(f"unknown rule option {shown}; known options: {known}", code="invalid_rules",
-                           field=f"rules.{str(name)[:SHOWN_VALUE_MAX]}", params={"option": shown, "known": list(_OPTION_NAMES)})
+                           field=f"rules.{str(name)[:SHOWN_VALUE_MAX]}",
+                           params={"option": shown_param(name), "known": list(_OPTION_NAMES)})
     option = RULE_OPTIONS[name]
     if value is None and option.nullable:
         return value

@@ -6,6 +6,8 @@ what they were before the request.
 """
 from __future__ import annotations
 
+import json
+
 import pytest
 import redis
 from flask import Flask
@@ -110,6 +112,9 @@ def test_a_bad_card_is_422_invalid_card_naming_it(table, card):
     body = refused(table, lambda: table.act(seat, "discard", {"card": card}), 422, "invalid_card", "card")
     if isinstance(card, str) and 0 < len(card) < 10:
         assert card in body["detail"]
+    # params hold the value as sent (JSON for what is not text), cut short, for a client's own message.
+    sent = card if isinstance(card, str) else json.dumps(card)
+    assert body["params"]["value"] == (sent if len(sent) <= 20 else sent[:20] + "…")
 
 
 def test_a_bad_card_inside_melds_is_named_by_its_path(table):

@@ -221,6 +221,14 @@ def test_the_variant_is_classic_or_box():
     assert "oklahoma" in caught.value.detail
 
 
+def test_an_unknown_rule_option_is_named_as_given():
+    with pytest.raises(InvalidInput) as caught:
+        rules_for("classic", {"oklahoma": True})
+    assert (caught.value.code, caught.value.field) == ("invalid_rules", "rules.oklahoma")
+    # Unquoted in params, for a client's own message.
+    assert caught.value.params["option"] == "oklahoma" and "knock_limit" in caught.value.params["known"]
+
+
 # --- Who may act ---------------------------------------------------------------------------------
 
 def every_action():
