@@ -15,12 +15,13 @@ from dataclasses import dataclass
 
 import marshmallow as ma
 from flask import Flask, Response
-from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import HTTPException, default_exceptions
 
 from service.api.openapi import HEADERS, RETRY_AFTER, documentation_only, header_ref
+from service.api.parser import INVALID_JSON
 from service.problems import PROBLEM_MIMETYPE, PROBLEM_TYPE_PREFIX, problem_body
 from service.problems import problem as problem_json
-from service.rules import GameError
+from service.rules import ADVICE_PER_HAND, GameError
 
 log = logging.getLogger(__name__)
 
@@ -305,7 +306,8 @@ def problem_responses(examples: Mapping[str, dict]) -> dict[str, dict]:
         codes = ", ".join(f"`{code}`" for code in response.codes)
         content = {
             "schema": {"$ref": "#/components/schemas/Problem"},
-            "examples": {code: {"summary": TITLES[code], "value": examples.get(code) or _made_up(status, code)}
+            "examples": {code: {"summary": TITLES[code],
+                                "value": examples.get(code) or _validation_example(status, code) or _made_up(status, code)}
                          for code in response.codes},
         }
         documented = {"description": f"{response.meaning}. `code`: {codes}", "content": {PROBLEM_MEDIA_TYPE: content}}
@@ -351,6 +353,22 @@ def documents_problems(blp, problems: Mapping[int, Iterable[str]], limited: bool
     return decorator
 
 
+# What webargs reports for a body that is not JSON (400), and for one that breaks the schema (422).
+VALIDATION_MESSAGES = {
+    400: INVALID_JSON,
+    422: {"json": {"players": {0: {"name": ["Length must be between 1 and 40."]}}}},
+}
+
+
+def _validation_example(status: int | str, code: str) -> dict | None:
+    """The problem the service answers for ``VALIDATION_MESSAGES[status]``, built as it is."""
+    if code != "invalid_request" or status not in VALIDATION_MESSAGES:
+        return None
+    error = default_exceptions[status]()
+    error.data = {"messages": VALIDATION_MESSAGES[status]}
+    return problem_document(problem_from_http(error))
+
+
 def _made_up(status: int | str, code: str) -> dict:
     http_status = 500 if status == "default" else int(status)
     return json.loads(problem_body(http_status, code, TITLES[code], EXAMPLE_DETAILS.get(code, TITLES[code]),
@@ -359,7 +377,6 @@ def _made_up(status: int | str, code: str) -> dict:
 
 # For the problems no example game shows (HTTP-level ones, outages, limits).
 EXAMPLE_DETAILS = {
-    "invalid_request": "players.0.name: Length must be between 1 and 40.",
     "payload_too_large": "The request body may not exceed 65536 bytes.",
     "unsupported_media_type": "send the body as JSON with Content-Type: application/json",
     "rate_limited": "at most 600 requests per minute",
@@ -370,10 +387,18 @@ EXAMPLE_DETAILS = {
     "internal_error": "the service failed to answer this request",
     "game_expired": "this game expired",
     "callback_not_allowed": "this callback host is not allowed by the server's configuration",
+    "cannot_discard_drawn_card": "9c was just taken from the discard pile and may not be discarded this turn",
+    "advice_limit_reached": f"at most {ADVICE_PER_HAND} pieces of advice per hand",
+    "invalid_melds": "meld 0 (7c 8d 9c) is neither a set of 3-4 of a rank nor a run of 3+ consecutive cards of a suit "
+                     "(ace low)",
+    "conflict": "the game kept changing; try again",
 }
 EXAMPLE_PARAMS = {
     "payload_too_large": {"max_bytes": 65536},
     "rate_limited": {"retry_after": 42},
     "creation_quota_exceeded": {"retry_after": 60, "limit": 600},
     "store_unavailable": {"retry_after": 1},
+    "cannot_discard_drawn_card": {"card": "9c"},
+    "advice_limit_reached": {"limit": ADVICE_PER_HAND},
+    "invalid_melds": {"meld": 0, "cards": ["7c", "8d", "9c"], "reason": "not_a_meld"},
 }
