@@ -49,10 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "worker":
         return run_worker_command(args)
     if args.command == "serve":
-        # The app already writes one JSON line per request; Werkzeug's own line would repeat it.
-        logging.getLogger("werkzeug").setLevel(logging.WARNING)
-        run_simple(args.host, args.port, create_app(), threaded=True)
-        return 0
+        return run_serve_command(args)
     write_openapi(args.output)
     print(f"wrote {args.output}")
     return 0
@@ -60,6 +57,22 @@ def main(argv: list[str] | None = None) -> int:
 
 # WorkerSettings fields a command line may shorten (tests); unset ones keep their defaults.
 WORKER_TIMINGS = ("lease_seconds", "poll_seconds", "block_seconds", "backoff_base_seconds", "backoff_cap_seconds")
+
+
+def run_serve_command(args: argparse.Namespace) -> int:
+    """``ginrummy serve``: exit status 2 with a message for a setting it cannot use."""
+    try:
+        app = create_app()
+    except (ConfigError, ValueError) as error:
+        print(f"ginrummy serve: {error}", file=sys.stderr)
+        return 2
+    # The app already writes one JSON line per request; Werkzeug's own line would repeat it,
+    # and its start-up banner is one the service says itself.
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    print(f"ginrummy serve: listening on http://{args.host}:{args.port} (interactive docs at /docs; Ctrl-C stops)",
+          file=sys.stderr, flush=True)
+    run_simple(args.host, args.port, app, threaded=True)
+    return 0
 
 
 def run_worker_command(args: argparse.Namespace) -> int:

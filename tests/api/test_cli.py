@@ -49,4 +49,14 @@ def test_serve_runs_the_service_on_the_embedded_store():
     finally:
         server.terminate()
         server.wait(timeout=10)
-    assert b"memory://" in server.stderr.read()
+    said = server.stderr.read()
+    assert b"memory://" in said and f"listening on http://127.0.0.1:{port}".encode() in said
+
+
+def test_serve_names_a_setting_it_cannot_use_without_a_traceback():
+    env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}
+    done = subprocess.run([sys.executable, "-m", "service.cli", "serve", "--port", str(free_port())], cwd=ROOT,
+                          env={**env, "PYTHONPATH": str(ROOT), "GAME_TTL_SECONDS": "abc"}, capture_output=True,
+                          timeout=60)
+    assert done.returncode == 2
+    assert "GAME_TTL_SECONDS" in done.stderr.decode() and "Traceback" not in done.stderr.decode()
