@@ -14,7 +14,7 @@ from tests.api.conftest import build_app
 
 CHECKED_IN = Path(__file__).resolve().parents[2] / "openapi" / "openapi.json"
 # Routes outside the API contract: Prometheus metrics and the UI's static files.
-UNDOCUMENTED = {"/metrics", "/docs/start.js", "/docs/assets/<path:filename>", "/docs/rules.md", "/static/<path:filename>"}
+UNDOCUMENTED = {"/metrics", "/docs/start.js", "/docs/assets/<path:filename>", "/docs/<any(rules, api):name>.md", "/static/<path:filename>"}
 
 
 @pytest.fixture(scope="module")
@@ -223,6 +223,18 @@ def test_the_rules_link_works_from_the_served_docs_page(app, spec):
     response = app.test_client().get(path)
     assert response.status_code == 200 and response.mimetype == "text/markdown"
     assert response.get_data(as_text=True) == (CHECKED_IN.parents[1] / "docs" / "rules.md").read_text(encoding="utf-8")
+
+
+def test_the_served_guides_link_to_each_other(app):
+    # docs/rules.md and docs/api.md link to each other as siblings; served under /docs, so are they.
+    client = app.test_client()
+    for name in ("rules", "api"):
+        text = client.get(f"/docs/{name}.md").get_data(as_text=True)
+        assert text == (CHECKED_IN.parents[1] / "docs" / f"{name}.md").read_text(encoding="utf-8")
+        siblings = set(re.findall(r"\]\(([a-z]+\.md)(?:#[^)]*)?\)", text))
+        assert siblings
+        for sibling in siblings:
+            assert client.get(urljoin(f"/docs/{name}.md", sibling)).status_code == 200, (name, sibling)
 
 
 def nodes(node: object):
