@@ -32,6 +32,8 @@ def test_if_none_match_answers_304_while_unchanged(table):
     etag = table.get(None).headers["ETag"]
     unchanged = table.get(None, headers={"If-None-Match": etag})
     assert unchanged.status_code == 304 and unchanged.headers["ETag"] == etag and not unchanged.data
+    # What the 200 says about caching, the 304 says again (RFC 9110, 15.4.5).
+    assert unchanged.headers["Cache-Control"] == "private, no-cache" and unchanged.headers["Vary"] == "Authorization"
     assert table.act(seat_to_act(table.view()), "pass").status_code == 200
     assert table.get(None, headers={"If-None-Match": etag}).status_code == 200
 

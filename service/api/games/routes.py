@@ -97,6 +97,11 @@ def _json(body: object, status: int = 200) -> Response:
     """A JSON answer that may hold a player's cards: never shared by caches between viewers."""
     response = current_app.json.response(body)
     response.status_code = status
+    return _private(response)
+
+
+def _private(response: Response) -> Response:
+    # A 304 repeats these too (RFC 9110, 15.4.5), or a cache could apply the 200's to the wrong viewer.
     response.headers["Vary"] = "Authorization"
     response.headers["Cache-Control"] = PRIVATE
     return response
@@ -225,7 +230,7 @@ class Game(MethodView):
         """
         reply = current().games.view(game_id, optional_token(request))
         if request.if_none_match.contains_weak(str(reply.version)):
-            not_modified = Response(status=304)
+            not_modified = _private(Response(status=304))
             not_modified.set_etag(str(reply.version))
             return not_modified
         return _game_response(reply)
