@@ -1,5 +1,5 @@
 # The Gin Rummy service image: gunicorn serving service.wsgi:app on port 8000 as a non-root
-# user. Build from the repository root:  docker build -t ginrummy-service:1.1.0 .
+# user. Build from the repository root:  docker build -t ginrummy-service:1.2.0 .
 # Both stages use the same base image, so the virtualenv built in the first runs in the second.
 
 # --- builder: a virtualenv with the pinned dependencies and the service's wheel ----------
