@@ -8,6 +8,7 @@ so the later callers get them again without the service ever storing a token.
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass, replace
 
 from service import ids, rules
@@ -171,5 +172,7 @@ def _check_quota(ctx: Context, caller: Caller) -> None:
     who = f"key:{caller.owner}" if caller.owner else f"addr:{caller.address}"
     quota = ctx.settings.create_quota_per_minute
     if ctx.store.count(f"create:{who}", QUOTA_WINDOW_SECONDS) > quota:
-        raise TooMany(f"at most {quota} games may be created per minute", QUOTA_WINDOW_SECONDS,
+        # The counter is of the clock minute (the store's window): it resets when that ends.
+        reset = max(1, math.ceil(QUOTA_WINDOW_SECONDS - ctx.now() % QUOTA_WINDOW_SECONDS))
+        raise TooMany(f"at most {quota} games may be created per minute", reset,
                       code="creation_quota_exceeded", params={"limit": quota})

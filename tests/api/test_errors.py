@@ -246,6 +246,20 @@ def test_creation_needs_the_api_key_when_configured(redis_url, key_prefix):
     store_of(app).close()
 
 
+def test_the_creation_quota_says_when_its_minute_ends(redis_url, key_prefix):
+    app = build_app(REDIS_URL=redis_url, KEY_PREFIX=key_prefix, CREATE_QUOTA_PER_MINUTE="2")
+    app.extensions[EXTENSION].games.ctx.clock = lambda: 1_800_000_045.5  # 45.5 s into a clock minute
+    client = app.test_client()
+    body = {"variant": "classic", "players": [{"name": "A"}, {"name": "B"}]}
+    # Three creations in one minute of the store's own clock (one more round if a minute began meanwhile).
+    answers = [client.post("/v1/games", json=body) for _ in range(3)]
+    if answers[-1].status_code == 201:
+        answers = [client.post("/v1/games", json=body) for _ in range(3)]
+    refused = assert_problem(answers[-1], 429, "creation_quota_exceeded")
+    assert answers[-1].headers["Retry-After"] == "15" and refused["params"] == {"retry_after": 15, "limit": 2}
+    store_of(app).close()
+
+
 def test_a_server_without_api_keys_ignores_the_header(redis_url, key_prefix):
     # Nothing to check a key against: creation stays open, and what needs a key says why not.
     app = build_app(REDIS_URL=redis_url, KEY_PREFIX=key_prefix, API_KEYS="", ALLOW_ANONYMOUS_CREATE="true")
