@@ -31,6 +31,7 @@ body (service/http_limits.py), and 32 Redis connections (service/store/redis.py)
 from __future__ import annotations
 
 import gc
+import http
 import importlib
 import math
 import os
@@ -276,17 +277,21 @@ PROTOCOL_PROBLEMS = {
 
 
 def write_protocol_problem(sock, status_int: int, reason: str, mesg: str) -> None:
-    """Gunicorn's error writer, answering problem+json. The parser's message is not echoed:
-    it can quote the client's request line or headers (tokens among them)."""
+    """Gunicorn's error writer, answering problem+json with the security headers of every other
+    answer. The parser's message is not echoed: it can quote the client's request line or
+    headers (tokens among them). Nor is its reason, which is "Bad Request" for a 501 too."""
     from gunicorn.util import write_nonblock
 
+    from service.api.security_headers import DATA_ANSWER_HEADERS
     from service.problems import PROBLEM_MIMETYPE, problem_body
 
     code, detail = PROTOCOL_PROBLEMS.get(status_int, ("internal_error", "the server could not answer"))
-    body = problem_body(status_int, code, reason, detail).encode()
-    head = (f"HTTP/1.1 {status_int} {reason}\r\nConnection: close\r\nContent-Type: {PROBLEM_MIMETYPE}\r\n"
-            f"Content-Length: {len(body)}\r\n\r\n").encode("latin-1")
-    write_nonblock(sock, head + body)
+    phrase = http.HTTPStatus(status_int).phrase
+    body = problem_body(status_int, code, phrase, detail).encode()
+    headers = [("Connection", "close"), ("Content-Type", PROBLEM_MIMETYPE), ("Content-Length", str(len(body))),
+               *DATA_ANSWER_HEADERS]
+    head = f"HTTP/1.1 {status_int} {phrase}\r\n" + "".join(f"{name}: {value}\r\n" for name, value in headers)
+    write_nonblock(sock, (head + "\r\n").encode("latin-1") + body)
 
 
 def _answer_protocol_errors_as_problems() -> None:

@@ -23,6 +23,7 @@ import socket
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from service.api.security_headers import DATA_ANSWER_HEADERS
 from service.problems import PROBLEM_MIMETYPE, problem_body
 from service.requester import REQUESTER, ClientGone
 
@@ -118,7 +119,8 @@ def _timed_out(environ: dict, client: Any, start_response: Callable, seconds: fl
         pass
     body = problem_body(408, "request_timeout", "Request body too slow",
                         f"the request body did not arrive within {seconds:g} s").encode()
-    start_response("408 Request Timeout", [("Content-Type", PROBLEM_MIMETYPE), ("Content-Length", str(len(body)))])
+    start_response("408 Request Timeout", [("Content-Type", PROBLEM_MIMETYPE), ("Content-Length", str(len(body))),
+                                           *DATA_ANSWER_HEADERS])
     return [body]
 
 

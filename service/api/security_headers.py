@@ -24,6 +24,8 @@ DOCS_POLICY = "; ".join((
 ))
 DATA_POLICY = "default-src 'none'; frame-ancestors 'none'"
 HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}
+# What an answer written outside Flask carries (gunicorn's protocol errors, the body deadline's 408).
+DATA_ANSWER_HEADERS = (*HEADERS.items(), ("Content-Security-Policy", DATA_POLICY))
 
 
 def init_security_headers(app: Flask) -> None:

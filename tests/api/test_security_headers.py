@@ -62,3 +62,21 @@ def test_data_answers_may_load_nothing(client):
         if not response.request.path.startswith("/docs"):
             assert directives(response.headers["Content-Security-Policy"]) == {
                 "default-src": ["'none'"], "frame-ancestors": ["'none'"]}, response.request.path
+
+
+def test_the_body_deadline_s_408_carries_them_too():
+    # Written by service/http_limits.py outside Flask, as gunicorn's own refusals are by
+    # service/gunicorn_conf.py (tests/e2e/test_hostile_input.py checks those on a real gunicorn).
+    from service.http_limits import _timed_out
+
+    class Client:
+        def shutdown(self, how):
+            pass
+
+    sent = {}
+    body = _timed_out({"REQUEST_METHOD": "POST", "PATH_INFO": "/v1/games"}, Client(),
+                      lambda status, headers: sent.update(status=status, headers=dict(headers)), 10)
+    assert sent["status"] == "408 Request Timeout" and b"request_timeout" in b"".join(body)
+    assert sent["headers"]["X-Content-Type-Options"] == "nosniff"
+    assert sent["headers"]["Referrer-Policy"] == "no-referrer"
+    assert directives(sent["headers"]["Content-Security-Policy"])["frame-ancestors"] == ["'none'"]

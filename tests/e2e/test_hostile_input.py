@@ -234,8 +234,9 @@ def test_names_in_any_script_with_emoji_are_kept_exactly(module_service: Gunicor
         (b"GET /v1/games?after=" + b"1" * 6000 + b" HTTP/1.1\r\nHost: x\r\n\r\n", 414, "uri_too_long"),
         (b"GET /healthz HTTP/1.1\r\nHost: x\r\nIdempotency-Key: a\x01b\r\n\r\n", 400, "invalid_request"),
         (b"GET /healthz HTTP/1.1\r\nHost: x\r\n" + b"X-Pad: " + b"p" * 9000 + b"\r\n\r\n", 431, "headers_too_large"),
+        (b"POST /v1/games HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: foo\r\n\r\n", 501, "not_implemented"),
     ],
-    ids=["request-line-over-limit", "control-character-in-header", "header-over-limit"],
+    ids=["request-line-over-limit", "control-character-in-header", "header-over-limit", "unknown-transfer-coding"],
 )
 def test_requests_gunicorn_refuses_before_the_app_are_problems_too(
     module_service: GunicornServer, request_head: bytes, status: int, code: str
@@ -248,8 +249,11 @@ def test_requests_gunicorn_refuses_before_the_app_are_problems_too(
         while chunk := connection.recv(65536):
             answer += chunk
     head, _, body = answer.partition(b"\r\n\r\n")
-    assert head.split(b"\r\n")[0].startswith(f"HTTP/1.1 {status} ".encode())
+    phrase = http.HTTPStatus(status).phrase
+    assert head.split(b"\r\n")[0] == f"HTTP/1.1 {status} {phrase}".encode()
     assert f"content-type: {PROBLEM}".encode() in head.lower()
+    # The security headers of every other answer.
+    assert b"x-content-type-options: nosniff" in head.lower() and b"frame-ancestors 'none'" in head.lower()
     problem = json.loads(body)
-    assert (problem["status"], problem["code"]) == (status, code)
+    assert (problem["status"], problem["code"], problem["title"]) == (status, code, phrase)
     assert set(problem) == {"type", "title", "status", "detail", "code", "params"}
