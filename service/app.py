@@ -48,5 +48,6 @@ def create_app(config: Config | Mapping[str, str] | None = None, store: GameStor
     register_problem_handlers(app)
     register_api(app)
     init_security_headers(app)
-    app.wsgi_app = RequestDeadlines(app.wsgi_app, config.request_body_timeout_seconds, config.max_content_length)
+    app.wsgi_app = RequestDeadlines(app.wsgi_app, config.request_body_timeout_seconds, config.max_content_length,
+                                    config.response_send_timeout_seconds)
     return app

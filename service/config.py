@@ -28,6 +28,7 @@
 | LONG_POLL_MAX_SECONDS | 30 | cap on ``wait`` of the events long-poll |
 | LONG_POLL_MAX_WAITERS | 1000 (gunicorn: 3/4 of its worker connections) | long-polls one process holds at once; beyond, 503 ``long_poll_capacity`` with Retry-After |
 | REQUEST_BODY_TIMEOUT_SECONDS | 10 | a request body must arrive within this (gevent worker), else 408 and the connection is closed |
+| RESPONSE_SEND_TIMEOUT_SECONDS | 10 | a client must take each part of an answer within this (gevent worker), else the connection is dropped |
 """
 from __future__ import annotations
 
@@ -74,6 +75,7 @@ class Config:
     long_poll_max_seconds: int = 30
     long_poll_max_waiters: int = 1000
     request_body_timeout_seconds: int = 10
+    response_send_timeout_seconds: int = 10
     webhook_secret: str = field(default="", repr=False)
     webhook_allow_private: bool = False
     webhook_concurrency: int = 32
@@ -122,6 +124,9 @@ class Config:
             long_poll_max_waiters=_positive_int(source, "LONG_POLL_MAX_WAITERS", cls.long_poll_max_waiters),
             request_body_timeout_seconds=_positive_int(
                 source, "REQUEST_BODY_TIMEOUT_SECONDS", cls.request_body_timeout_seconds
+            ),
+            response_send_timeout_seconds=_positive_int(
+                source, "RESPONSE_SEND_TIMEOUT_SECONDS", cls.response_send_timeout_seconds
             ),
             webhook_secret=_webhook_secret(source),
             webhook_allow_private=_boolean(source, "WEBHOOK_ALLOW_PRIVATE", cls.webhook_allow_private),

@@ -26,7 +26,8 @@ most GUNICORN_WORKER_CONNECTIONS connections (further ones wait in the listen ba
 this or another worker), of which at most LONG_POLL_MAX_WAITERS waiting long-polls (further
 ones get 503 ``long_poll_capacity`` with Retry-After), GUNICORN_KEEPALIVE seconds for a
 request's headers to arrive (idle keep-alive included), REQUEST_BODY_TIMEOUT_SECONDS for its
-body (service/http_limits.py), and 32 Redis connections (service/store/redis.py).
+body and RESPONSE_SEND_TIMEOUT_SECONDS for the client to take each part of its answer
+(service/http_limits.py), and 32 Redis connections (service/store/redis.py).
 """
 from __future__ import annotations
 
@@ -151,10 +152,10 @@ raw_env = [f"{MAX_WAITERS_ENV}={max_waiters(worker_connections)}"]
 # worker whose event loop is stuck (a request computing without yielding that long).
 timeout = env_int("GUNICORN_TIMEOUT", 60)
 
-# On SIGTERM (Kubernetes, docker stop) workers stop accepting, answer their waiting
-# long-polls at once and finish what is in flight for up to this long (a move takes
-# milliseconds; an idle keep-alive connection closes within the keep-alive time; a worker
-# retiring after max_requests lets its long-polls run out, at most LONG_POLL_MAX_SECONDS).
+# On SIGTERM (Kubernetes, docker stop), and when retiring after max_requests, workers stop
+# accepting, answer their waiting long-polls at once and finish what is in flight for up to
+# this long (a move takes milliseconds; an idle keep-alive connection closes within the
+# keep-alive time; a client that does not read, within RESPONSE_SEND_TIMEOUT_SECONDS).
 # Kubernetes' terminationGracePeriodSeconds must exceed preStop + this.
 graceful_timeout = env_int("GUNICORN_GRACEFUL_TIMEOUT", 30)
 

@@ -2,11 +2,14 @@
 
 A request runs in a greenlet, so a waiting long-poll holds a few kilobytes of memory and no
 thread. Gunicorn itself bounds the wait for a request's headers (its keep-alive loop reads
-each request under ``gevent.Timeout(keepalive)``); service/http_limits.py bounds the body.
+each request under ``gevent.Timeout(keepalive)``); service/http_limits.py bounds the body,
+and the time a client may take to read each part of its answer.
 
 Named in service/gunicorn_conf.py as ``service.gunicorn_worker.Worker``.
 """
 from __future__ import annotations
+
+import struct
 
 import gevent
 from gevent import monkey, socket
@@ -27,7 +30,7 @@ def patch() -> None:
 
 
 class Worker(GeventWorker):
-    """gunicorn's ``gevent`` worker with three changes:
+    """gunicorn's ``gevent`` worker with these changes:
 
     - ``setup`` (run by gunicorn in the master when it loads the worker class, before the
       ``on_starting`` hook imports the application) patches the standard library there, so
@@ -35,10 +38,16 @@ class Worker(GeventWorker):
       socket made before patching would block the whole worker instead of one greenlet.
       Each worker patches the same modules again (a no-op by then; patching more would make
       gevent warn that the sets differ).
-    - On SIGTERM (and SIGINT, SIGQUIT) every waiting long-poll answers at once instead of
-      holding the shutdown for up to its whole wait; so does each one that arrives later
-      on a kept-alive connection. A worker that retires after ``max_requests`` lets its
-      long-polls end normally: the master has already started its replacement.
+    - Every waiting long-poll answers at once, instead of holding the worker for up to its
+      whole wait, when the worker is told to stop (SIGTERM, SIGINT, SIGQUIT) and when it
+      retires after ``max_requests``; so does each one that arrives later on a kept-alive
+      connection. A retiring worker accepts no connection until it has exited and the master
+      has started its replacement: what it waits for must end soon, or with several workers
+      retiring close together nobody accepts.
+    - A connection whose client does not take a part of its answer within
+      RESPONSE_SEND_TIMEOUT_SECONDS (set by service/http_limits.py) is dropped with a reset,
+      which also frees what the kernel holds for it; else the timeout is cleared once the
+      answer is written.
     - A connection is closed after MAX_REQUESTS_PER_CONNECTION requests.
     """
 
@@ -54,7 +63,21 @@ class Worker(GeventWorker):
     def handle_request(self, listener_name, req, sock, addr):
         if req.req_number >= MAX_REQUESTS_PER_CONNECTION:
             req.must_close = True
-        return super().handle_request(listener_name, req, sock, addr)
+        if self.alive and self.nr + 1 >= self.max_requests:
+            # This request makes the worker retire (gunicorn counts it in handle_request);
+            # the waiters are woken once this greenlet yields, this request's own included.
+            gevent.spawn(_stop_waiting)
+        try:
+            kept = super().handle_request(listener_name, req, sock, addr)
+        except TimeoutError:
+            _drop(sock)
+            raise StopIteration("the client did not take its answer in time") from None
+        if not self.alive:
+            # Retiring: the connection would wait up to the keep-alive timeout for another
+            # request, holding the exit (long-polls woken above answer with keep-alive).
+            raise StopIteration("the worker is retiring")
+        sock.settimeout(None)  # back to gunicorn's own deadline for the next request's headers
+        return kept
 
     def handle_exit(self, sig, frame) -> None:
         super().handle_exit(sig, frame)
@@ -64,6 +87,16 @@ class Worker(GeventWorker):
     def handle_quit(self, sig, frame) -> None:
         super().handle_quit(sig, frame)
         gevent.spawn(_stop_waiting)
+
+
+def _drop(sock) -> None:
+    """Close with a reset (SO_LINGER 0): a plain close would leave the unread answer queued in
+    the kernel, retried for minutes."""
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        sock.close()
+    except OSError:
+        pass
 
 
 def _stop_waiting() -> None:

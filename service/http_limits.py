@@ -1,4 +1,4 @@
-"""Deadlines on what a client sends, as WSGI middleware around the app.
+"""Deadlines on what a client sends and takes, as WSGI middleware around the app.
 
 Under gunicorn's gevent worker a connection costs a greenlet, so a client that sends slowly
 costs little, but it must not be able to hold its connection for ever: gunicorn bounds the
@@ -6,6 +6,13 @@ wait for each request's headers (its keep-alive timeout), and ``RequestDeadlines
 body: the whole body (at most MAX_CONTENT_LENGTH + 1 bytes) is read before the app runs, and
 a body that has not arrived within ``body_seconds`` is answered with 408
 ``request_timeout`` and the connection is closed.
+
+Nor may a client hold a connection by not reading: once the app has answered, the connection
+gets a socket timeout of ``send_seconds``, so every write of the answer that waits longer for
+the client to take it fails, and the worker drops the connection
+(service/gunicorn_worker.py). Such a client would otherwise keep its answers in the kernel's
+send buffers (megabytes each) and, when the worker retires, hold the whole worker in its
+graceful shutdown.
 
 It also tells the long-poll waiters (service/store/notify.py) which connection the request
 came on, so that a waiter whose client hangs up stops at once; that request then ends without
@@ -30,31 +37,43 @@ from service.requester import REQUESTER, ClientGone
 log = logging.getLogger(__name__)
 
 DEFAULT_BODY_SECONDS = 10.0
+DEFAULT_SEND_SECONDS = 10.0
 READ_SIZE = 65536
 
 WsgiApp = Callable[[dict, Callable], Iterable[bytes]]
 
 
 class RequestDeadlines:
-    """WSGI middleware: read the body within ``body_seconds``; expose the client socket.
+    """WSGI middleware: read the body within ``body_seconds``; give the answer ``send_seconds``
+    per write; expose the client socket.
 
     ``max_body_bytes`` is the app's body cap: a declared length above it is not read (the
     app answers 413 without reading); a chunked body is read up to one byte past it, so the
     app can still tell it is too large."""
 
     def __init__(self, app: WsgiApp, body_seconds: float = DEFAULT_BODY_SECONDS,
-                 max_body_bytes: int | None = None) -> None:
+                 max_body_bytes: int | None = None, send_seconds: float = DEFAULT_SEND_SECONDS) -> None:
         self.app = app
         self.body_seconds = body_seconds
         self.max_body_bytes = max_body_bytes
+        self.send_seconds = send_seconds
 
     def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
         client = environ.get("gunicorn.socket")
-        if client is not None and _gevent_active():
-            try:
-                _read_body_before_deadline(environ, self.body_seconds, self.max_body_bytes)
-            except _BodyTooSlow:
-                return _timed_out(environ, client, start_response, self.body_seconds)
+        if client is None or not _gevent_active():
+            return self._answer(environ, start_response, client)
+        try:
+            _read_body_before_deadline(environ, self.body_seconds, self.max_body_bytes)
+        except _BodyTooSlow:
+            answer = _timed_out(environ, client, start_response, self.body_seconds)
+        else:
+            answer = self._answer(environ, start_response, client)
+        # Set only now: the app's own wait (a long-poll) is not the client's to hurry. The
+        # worker clears it once the answer is written.
+        client.settimeout(self.send_seconds)
+        return answer
+
+    def _answer(self, environ: dict, start_response: Callable, client: Any) -> Iterable[bytes]:
         token = REQUESTER.set(client)
         try:
             return self.app(environ, start_response)
