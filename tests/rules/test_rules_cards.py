@@ -30,6 +30,15 @@ def test_anything_else_is_rejected_with_an_error_naming_the_bad_value(bad):
     assert repr(bad) in caught.value.detail
 
 
+@pytest.mark.parametrize(("bad", "named"), [("10d", "10d"), (None, "null"), (5, "5"), (["As"], '["As"]'),
+                                            ("x" * 30, "x" * 20 + "…"), ({1, 2}, "{1, 2}")])
+def test_the_bad_value_is_named_in_params_as_sent(bad, named):
+    # Text as it is, other JSON values as JSON, anything else (the engine's own callers) as repr.
+    with pytest.raises(InvalidInput) as caught:
+        parse_card(bad, field="card")
+    assert caught.value.params == {"value": named}
+
+
 def test_a_list_of_cards_may_not_name_a_card_twice():
     with pytest.raises(InvalidInput) as caught:
         parse_cards(["As", "Kd", "As"])
