@@ -69,6 +69,13 @@ class Caller:
     address: str
     embedded: bool = False
 
+    @property
+    def scope(self) -> str:
+        """Whose Idempotency-Keys a creation's key is among: its API key's, or, anonymous, its
+        address's (all anonymous callers sharing one scope would let anyone who learns a key
+        replay the creation and take its tokens). A key id is hex, so the two never meet."""
+        return self.owner or f"-{self.address}"
+
 
 def create(ctx: Context, new: NewGame, caller: Caller, idempotency_key: str | None = None,
            fingerprint: str = "") -> Created:
@@ -97,9 +104,9 @@ def create(ctx: Context, new: NewGame, caller: Caller, idempotency_key: str | No
         game_id = ids.new_game_id()
         issued = [None if seat.level else secret.new_token(game_id) for seat in new.seats]
     else:
-        label = secret.mac("create", caller.owner or "-", idempotency_key)
+        label = secret.mac("create", caller.scope, idempotency_key)
         game_id = ids.derived_game_id(label, "create")
-        issued = _derived_tokens(ctx, game_id, new.seats, "create", caller.owner or "-", idempotency_key)
+        issued = _derived_tokens(ctx, game_id, new.seats, "create", caller.scope, idempotency_key)
     seats = tuple(Seat(None if token is None else hash_token(token), seat.external_id, seat.metadata)
                   for seat, token in zip(new.seats, issued))
     record, events = started(ctx, Record(match, seats, caller.owner, new.metadata, callback,

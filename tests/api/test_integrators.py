@@ -132,6 +132,26 @@ def test_creation_keys_are_scoped_per_api_key(client):
     assert theirs.status_code == 201 and theirs.get_json()["game"]["id"] != mine["game"]["id"]
 
 
+def test_anonymous_creation_keys_are_scoped_per_client_address(redis_url, key_prefix):
+    # Shared by every anonymous caller, a key once seen (in a log, a proxy) would hand its
+    # match's tokens to anyone who sent it again with the usual body.
+    app = build_app(REDIS_URL=redis_url, KEY_PREFIX=key_prefix, ALLOW_ANONYMOUS_CREATE="true")
+    try:
+        def create(address: str):
+            client = app.test_client()
+            client.environ_base["REMOTE_ADDR"] = address
+            answer = client.post("/v1/games", json=classic(), headers={"Idempotency-Key": "order-1", "X-API-Key": None})
+            assert answer.status_code in (200, 201)
+            return answer.get_json()
+
+        first, retried, stranger = create("192.0.2.1"), create("192.0.2.1"), create("192.0.2.2")
+        assert retried["game"]["id"] == first["game"]["id"] and retried["players"] == first["players"]
+        assert stranger["game"]["id"] != first["game"]["id"]
+        assert not {p["token"] for p in first["players"]} & {p["token"] for p in stranger["players"]}
+    finally:
+        store_of(app).close()
+
+
 def test_racing_retries_of_a_creation_make_one_match(app):
     barrier = threading.Barrier(4)
 
