@@ -37,6 +37,7 @@ def register_api(app: Flask) -> ProblemApi:
     the document asks no credential of ``createGame`` when its configuration lets anyone create)."""
     # Imported here: the route modules build their blueprints at import time.
     from service.api.context import EXTENSION
+    from service.api.credentials import refuse_unknown_api_key
     from service.api.docs.routes import assets, blp as docs_blp
     from service.api.examples import recorded
     from service.api.games.event_schemas import event_components
@@ -73,6 +74,8 @@ def register_api(app: Flask) -> ProblemApi:
         components.schema(name, schema)
     for blp in (games_blp, players_blp, hands_blp, health_blp, docs_blp):
         api.register_blueprint(blp)
+    for blp in (games_blp, players_blp, hands_blp):
+        app.before_request_funcs.setdefault(blp.name, []).append(refuse_unknown_api_key)
     app.register_blueprint(assets)
     document = openapi.finish(api.spec.to_dict(), examples.responses,
                                app.extensions[EXTENSION].config.allow_anonymous_create)

@@ -1,9 +1,10 @@
 """The credentials a request carries: a player token (Bearer) and the service's API key."""
 from __future__ import annotations
 
-from flask import Request
+from flask import Request, request
 
 from service import tokens
+from service.api.context import current
 from service.games import Unauthorized
 
 BEARER = "bearer"
@@ -57,3 +58,11 @@ def required_api_key_owner(request: Request, accepted: tuple[str, ...]) -> str:
     if owner is None:
         raise Unauthorized("this needs an API key: X-API-Key", challenge=API_KEY_CHALLENGE)
     return owner
+
+
+def refuse_unknown_api_key() -> None:
+    """Before every view of the API: an X-API-Key that is not one of the service's keys is
+    refused (401), also where no key is needed, so that a client with a stale or mistyped key
+    learns it at its first request rather than at its first creation."""
+    if "X-API-Key" in request.headers:
+        api_key_owner(request, current().config.api_keys)

@@ -14,7 +14,7 @@ from flask import Flask
 
 from service.api.context import EXTENSION
 from tests.api.conftest import build_app
-from tests.api.support import PROBLEM, Table, play_one, seat_to_act, store_of
+from tests.api.support import API_KEY, PROBLEM, Table, play_one, seat_to_act, store_of
 
 SEED = 5
 TRACE_MARKERS = ("Traceback", 'File "', "service/", "Error:")
@@ -244,6 +244,26 @@ def test_creation_needs_the_api_key_when_configured(redis_url, key_prefix):
     assert_problem(client.post("/v1/games", json={}, headers={"X-API-Key": "wrong"}), 401, "unauthorized")
     assert client.post("/v1/games", json=body, headers={"X-API-Key": "k-two"}).status_code == 201
     store_of(app).close()
+
+
+def test_a_wrong_api_key_is_refused_even_where_no_key_is_needed(table):
+    # A stale or mistyped key must show at once, not at the integrator's first creation.
+    wrong = {"X-API-Key": "not-one-of-ours"}
+    hand = {"cards": ["As", "2s", "3s", "7d", "7c", "7h", "Td", "Jd", "Qd", "4c"]}
+    seat = seat_to_act(table.view())
+    version = table.view()["version"]
+    for response in (table.client.get(f"/v1/games/{table.game_id}", headers=wrong),
+                     table.client.get(f"/v1/games/{table.game_id}/events", headers=wrong),
+                     table.client.get(f"/v1/games/{table.game_id}/hint", headers={**table.auth(seat), **wrong}),
+                     table.client.post(f"/v1/games/{table.game_id}/pass", headers={**table.auth(seat), **wrong}),
+                     table.client.post("/v1/hands/analyze", json=hand, headers=wrong)):
+        refused = assert_problem(response, 401, "unauthorized")
+        assert response.headers["WWW-Authenticate"] == 'ApiKey header="X-API-Key"', refused
+    assert table.view()["version"] == version
+    right = {"X-API-Key": API_KEY}
+    assert table.client.get(f"/v1/games/{table.game_id}", headers=right).status_code == 200
+    assert table.client.post("/v1/hands/analyze", json=hand, headers=right).status_code == 200
+    assert table.client.get("/healthz", headers=wrong).status_code == 200
 
 
 def test_the_creation_quota_says_when_its_minute_ends(redis_url, key_prefix):

@@ -22,6 +22,7 @@ class Analyze(MethodView):
         blp,
         {
             400: ["invalid_request"],
+            401: ["unauthorized"],
             413: ["payload_too_large"],
             415: ["unsupported_media_type"],
             422: ["invalid_request", "invalid_card"],
