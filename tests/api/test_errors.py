@@ -266,6 +266,19 @@ def test_a_wrong_api_key_is_refused_even_where_no_key_is_needed(table):
     assert table.client.get("/healthz", headers=wrong).status_code == 200
 
 
+@pytest.mark.parametrize(("url", "reason"), [
+    ("https://hooks.example/" + "a" * 2027, "too_long"),  # 2,049 characters
+    ("https://elsewhere.example/gin", "host_not_allowed"),
+    ("https://hooks.example/gin#top", "fragment"),
+])
+def test_a_callback_url_is_refused_with_its_reason(redis_url, key_prefix, url, reason):
+    app = build_app(REDIS_URL=redis_url, KEY_PREFIX=key_prefix, WEBHOOK_ALLOWED_HOSTS="hooks.example")
+    body = {"variant": "classic", "players": [{"name": "A"}, {"name": "B"}], "callback_url": url}
+    refused = assert_problem(app.test_client().post("/v1/games", json=body), 422, "callback_not_allowed", "callback_url")
+    assert refused["params"]["reason"] == reason
+    store_of(app).close()
+
+
 def test_the_creation_quota_says_when_its_minute_ends(redis_url, key_prefix):
     app = build_app(REDIS_URL=redis_url, KEY_PREFIX=key_prefix, CREATE_QUOTA_PER_MINUTE="2")
     app.extensions[EXTENSION].games.ctx.clock = lambda: 1_800_000_045.5  # 45.5 s into a clock minute

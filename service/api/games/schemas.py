@@ -30,12 +30,12 @@ from service.api.vocabulary import (BOT_LEVEL, DRAW_SOURCE, MATCH_STATUS, METADA
                                     VARIANT, enum_field)
 from service.bots import Level
 from service.games import NewGame, NewSeat
+from service.webhooks.callbacks import MAX_URL_LENGTH
 
 F = ma.fields
 NAME_MAX = 40
 ADVICE_MAX = 280
 EXTERNAL_ID_MAX = 128
-CALLBACK_URL_MAX = 2048
 IDEMPOTENCY_KEY_MAX = 200
 MAX_SEED = 2**63 - 1
 # The events long-poll contract: wait at most this long; the server may cap it lower.
@@ -109,10 +109,12 @@ class CreateGameRequestSchema(ma.Schema):
                      "deployment); omit it for an unpredictable deal", 42),
     )
     metadata = metadata_field("Your own data about this match", {"tournament": "spring"})
+    # The length is checked with the rest of the URL (callback_not_allowed, reason too_long).
     callback_url = F.String(
-        validate=ma.validate.Length(1, CALLBACK_URL_MAX),
-        metadata=doc("Where to send this match's webhooks (turn, hand_over, match_over, timeout); its host must "
-                     "be allowed by the server's configuration", "https://hooks.example.com/ginrummy"),
+        validate=ma.validate.Length(min=1),
+        metadata={**doc("Where to send this match's webhooks (turn, hand_over, match_over, timeout); its host "
+                        "must be allowed by the server's configuration", "https://hooks.example.com/ginrummy"),
+                  "maxLength": MAX_URL_LENGTH},
     )
 
     @ma.post_load
