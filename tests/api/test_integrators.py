@@ -169,7 +169,7 @@ def test_racing_retries_of_a_creation_make_one_match(app):
 
 # --- replacing a seat's token -----------------------------------------------------------------
 
-def reissue(client, game_id: str, seat: int, key: str | None = API_KEY):
+def reissue(client, game_id: str, seat: int | str, key: str | None = API_KEY):
     return client.post(f"/v1/games/{game_id}/players/{seat}/token", headers={} if key is None else {"X-API-Key": key})
 
 
@@ -200,7 +200,8 @@ def test_only_the_creating_api_key_replaces_a_person_s_token(client):
     assert_problem(reissue(client, game_id, 0, OTHER_KEY), 403, "forbidden")
     assert_problem(reissue(client, game_id, 0, None), 401, "unauthorized")
     assert_problem(reissue(client, game_id, 1), 422, "invalid_request")  # the bot's seat
-    assert_problem(reissue(client, game_id, 5), 422, "invalid_request")
+    for seat in (5, -1, "abc", "１", "0" * 300):
+        assert_problem(reissue(client, game_id, seat), 422, "invalid_request", "seat")
     assert client.get(f"/v1/games/{game_id}").get_json()["version"] == version
 
 

@@ -39,7 +39,7 @@ from service.api.games.view_schema import GameViewSchema
 from service.api.openapi import API_KEY_ONLY, NO_CREDENTIALS, PLAYER_ONLY, documentation_only
 from service.api.parser import ApiBlueprint
 from service.api.problems import documents_problems
-from service.games import Caller, Created, Reply, Retry, request_fingerprint
+from service.games import Caller, Created, Reply, Retry, Unprocessable, request_fingerprint
 from service.proxies import client_address
 
 blp = ApiBlueprint(
@@ -305,7 +305,7 @@ class Abort(MethodView):
         return _game_response(current().games.abort(game_id, _required_owner()))
 
 
-@blp.route("/<game_id>/players/<int:seat>/token", endpoint="token", parameters=[
+@blp.route("/<game_id>/players/<seat>/token", endpoint="token", parameters=[
     GAME_ID_PARAMETER,
     {"in": "path", "name": "seat", "description": "The seat whose token to replace", "example": 1,
      "schema": {"type": "integer", "minimum": 0, "maximum": 2}},
@@ -321,10 +321,19 @@ class SeatToken(MethodView):
         A new token for a person's seat, for a lost or leaked one: the old token stops working at
         once. Only the API key that created the match may ask.
         """
-        answer = current().games.reissue_token(game_id, seat, _required_owner())
+        answer = current().games.reissue_token(game_id, _seat_number(seat), _required_owner())
         response = _json(answer)
         response.cache_control.no_store = True
         return response
+
+
+def _seat_number(path_part: str) -> int:
+    """The seat a path names. Raises Unprocessable (422) for what is no seat number: the route
+    takes any text, since an int converter would make ``-1`` or ``abc`` a 404 of no code."""
+    if not (path_part.isascii() and path_part.isdigit() and len(path_part) <= 2):
+        raise Unprocessable("the seat must be a seat number: 0, 1, or 2 in the box variant", code="invalid_request",
+                            field="seat")
+    return int(path_part)
 
 
 @dataclass(frozen=True)
