@@ -1,33 +1,26 @@
-"""The strong policy: the standard policy, with its discards looked at one draw ahead, and
-knocking at once rather than ever waiting for gin.
+"""The strong policy: the standard policy, knocking at once rather than ever waiting for gin,
+with its plain discards chosen by a learned value.
 
-Almost every hand ends with a knock (bench/bots.py: over 95 % of them), most often by whoever
-gets down to the knock limit first, so a discard is worth more when the hand it leaves is
-likely to knock after my next draw. The standard ranking (hand value plus danger) shortlists
-the discards; each is then scored by that ranking less the worth of a knock times the chance
-that the next stock draw, over the unseen cards weighted by the chance that the stock holds
-them, lets the hand knock.
+The standard ranking (hand value plus danger) shortlists five discards; each is scored by a
+linear value of the hand it leaves (learned_features.py: deadwood, the partial melds' potential,
+the chance that the next stock draw lets the hand knock or go gin, the discard's danger, its
+loose cards), with weights fitted offline (learned_weights.py, bench/learn_discards.py): at
+strong's discards in 1,200 seeded hands, every shortlisted card was played out to the end of
+the hand on the same deal, and the weights regress the differences in net points between them.
 """
 from __future__ import annotations
 
 from service import rules
 
 from .choices import Choice
-from .evaluation import outs_to
 from .knowledge import Knowledge
+from .learned_features import discard_context, hand_features
+from .learned_weights import DISCARD_WEIGHTS
 from .standard import play, rank_discards
 
-# The standard ranking's best few discards get the look ahead; each costs one solver call per
-# unseen card, and five keep decisions at 0.14 ms median, 1.1 ms p99 (bench/bots.py, 18:24);
-# eight gave no measurable gain.
+# The standard ranking's best few discards get the learned value; the data it was fitted on
+# holds these five, so the weights say nothing of the others.
 CANDIDATES = 5
-# Deadwood points that a sure knock after the next draw is worth in the ranking. Measured with
-# duplicate hands against the reference bot (each deal's first hand played twice, seats
-# swapped; 3,000 deals, 95 % interval about ±0.35 net points per hand): 12 gave +1.28, 20
-# +1.29 (all discards looked at), 30 +1.38, 45 +1.33, against +1.13 for the standard policy on
-# the same deals; bench/README.md has the rest.
-KNOCK_WORTH = 30.0
-
 
 # Standard holds back a knock with 1-2 deadwood to wait for gin (its 20 bonus); strong knocks.
 # On duplicate first hands (each seeded deal's first hand played twice, seats swapped; three
@@ -39,13 +32,16 @@ WAITS_FOR_GIN = False
 
 
 def choose(obs: rules.Observation) -> Choice:
-    return play(obs, nearest_knock, WAITS_FOR_GIN)
+    return play(obs, learned_discard, WAITS_FOR_GIN)
 
 
-def nearest_knock(obs: rules.Observation, knowledge: Knowledge, forbidden: int) -> int:
-    """Of the standard ranking's best discards, the one that best keeps a knock within a draw."""
-    hand = obs.cards
-    stock_odds = sum(knowledge.live) or 1.0
-    limit = obs.rules.knock_limit
-    shortlist = rank_discards(hand, forbidden, obs, knowledge)[:CANDIDATES]
-    return min((score - KNOCK_WORTH * outs_to(hand ^ 1 << i, knowledge, limit) / stock_odds, i) for score, i in shortlist)[1]
+def learned_discard(obs: rules.Observation, knowledge: Knowledge, forbidden: int) -> int:
+    """Of the standard ranking's best discards, the one whose remaining hand is worth most;
+    a tie goes to the better ranked."""
+    context = discard_context(obs, knowledge)
+    shortlist = [index for _, index in rank_discards(obs.cards, forbidden, obs, knowledge)[:CANDIDATES]]
+    return max(shortlist, key=lambda index: value(hand_features(obs.cards ^ 1 << index, index, knowledge, context)))
+
+
+def value(features: list[float]) -> float:
+    return sum(weight * feature for weight, feature in zip(DISCARD_WEIGHTS, features))
