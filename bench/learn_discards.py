@@ -3,7 +3,9 @@
 Two steps, both in-process through the engine, single process:
 
     python bench/learn_discards.py generate --matches 1200 --out /tmp/discards.jsonl   # ~20 min
-    python bench/learn_discards.py fit /tmp/discards.jsonl [--ridge 10]
+    python bench/learn_discards.py fit /tmp/discards.jsonl [more files] [--ridge 10]
+
+(``generate --first N`` starts at match N, so that several processes can share the work.)
 
 ``generate`` plays the first hand of seeded classic matches (seeds ``trainCF:A:<i>``, never
 bench/bots.py's ``<seed>:<i>``): the strong bot against standard in even-numbered matches and
@@ -95,10 +97,10 @@ def decisions_of_hand(number: int):
             return
 
 
-def generate(matches: int, out: Path) -> None:
+def generate(first: int, matches: int, out: Path) -> None:
     started, written = time.monotonic(), 0
     with out.open("w") as sink:
-        for number in range(matches):
+        for number in range(first, first + matches):
             for features, outcomes in decisions_of_hand(number):
                 sink.write(json.dumps({"match": number, "X": features, "y": outcomes}) + "\n")
                 written += 1
@@ -157,8 +159,8 @@ def gain(rows: list[dict], weights: list[float]) -> tuple[float, float]:
     return statistics.fmean(gains), 1.96 * statistics.stdev(gains) / len(gains) ** 0.5
 
 
-def fit(data: Path, penalty: float) -> None:
-    rows = [json.loads(line) for line in data.open()]
+def fit(data: list[Path], penalty: float) -> None:
+    rows = [json.loads(line) for path in data for line in path.open()]
     print(f"{len(rows)} decisions from {len({row['match'] for row in rows})} hands")
     headroom = statistics.fmean(max(row["y"]) - row["y"][0] for row in rows)
     print(f"best outcome over the ranking's first, with hindsight: {headroom:+.3f} points per decision")
@@ -179,13 +181,14 @@ def main() -> None:
     steps = parser.add_subparsers(dest="step", required=True)
     making = steps.add_parser("generate", help="play out every shortlisted discard; write the decisions")
     making.add_argument("--matches", type=int, default=1200)
+    making.add_argument("--first", type=int, default=0, help="number of the first match (to split the work)")
     making.add_argument("--out", type=Path, required=True)
     fitting = steps.add_parser("fit", help="fit the weights to generated decisions")
-    fitting.add_argument("data", type=Path)
+    fitting.add_argument("data", type=Path, nargs="+", help="files written by generate")
     fitting.add_argument("--ridge", type=float, default=10.0)
     args = parser.parse_args()
     if args.step == "generate":
-        generate(args.matches, args.out)
+        generate(args.first, args.matches, args.out)
     else:
         fit(args.data, args.ridge)
 
