@@ -29,7 +29,8 @@ DISCARD_NAMES = (
     "card_value",      # the discard's own value, in tens of points
     "dead_le_limit",   # 1 when the hand could knock now
 )
-# Above this deadwood no single draw can make gin: not worth the solver calls.
+# Above this deadwood the chance of gin after one draw counts as 0 (it takes two or more loose
+# cards fixed by one draw and one discard: rare, and not worth the solver calls).
 GIN_REACH = 25
 
 
