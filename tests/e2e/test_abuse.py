@@ -191,10 +191,10 @@ def test_bogus_credentials_do_not_evade_the_rate_limit(start_gunicorn, redis_url
     print(f"\nbogus credentials: {sent} requests from one address -> {dict(statuses)} "
           f"(limit {PER_MINUTE}/min); Redis keys after 100: {key_counts[100]}, after 300: {key_counts[300]}; "
           f"limiter buckets {limiter_keys}; the real token then: {own.status_code}")
-    # The address's allowance, once: made-up keys are ignored by a public view (200), made-up
-    # and foreign tokens refused (401), and then everything is 429.
+    # The address's allowance, once: made-up keys and made-up or foreign tokens refused (401),
+    # and then everything is 429.
     assert sent - statuses[429] == PER_MINUTE
-    assert set(statuses) == {200, 401, 429}
+    assert set(statuses) == {401, 429}
     assert key_counts[100] == key_counts[300]
     assert len(limiter_keys) == 2 and limiter_keys[0].startswith("rl:a:") and limiter_keys[1].startswith("rl:k:")
     assert own.status_code == 200 and int(own.headers["RateLimit-Remaining"]) == PER_MINUTE - 1

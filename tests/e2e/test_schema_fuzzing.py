@@ -97,7 +97,7 @@ def requests_served(log: str) -> Counter:
     return served
 
 
-TOKEN_ROUTE = "/v1/games/<game_id>/players/<int:seat>/token"
+TOKEN_ROUTE = "/v1/games/<game_id>/players/<seat>/token"
 
 
 def token_reissues(log: str) -> Counter:
