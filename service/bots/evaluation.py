@@ -31,9 +31,14 @@ def indices(mask: int):
         mask ^= low
 
 
+def draws_left(stock_count: int, dead_hand_stock: int) -> int:
+    """Stock cards that may still be drawn before the hand is dead."""
+    return max(0, stock_count - dead_hand_stock)
+
+
 def out_weight(stock_count: int, dead_hand_stock: int) -> float:
     """Per live out, the chance of melding a loose card, for the draws left in this hand."""
-    return OUT_WEIGHT * max(0, stock_count - dead_hand_stock) / FULL_STOCK
+    return OUT_WEIGHT * draws_left(stock_count, dead_hand_stock) / FULL_STOCK
 
 
 def potential(loose: int, knowledge: Knowledge, weight: float) -> float:

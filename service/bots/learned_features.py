@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from service import rules
 from service.rules.melds import melded_mask
 
-from .evaluation import FULL_STOCK, OUT_WEIGHT, VALUE, indices, outs_to, potential
+from .evaluation import FULL_STOCK, OUT_WEIGHT, VALUE, draws_left, indices, outs_to, potential
 from .knowledge import COMPLETIONS, Knowledge
 
 DISCARD_NAMES = (
@@ -45,7 +45,7 @@ class DiscardContext:
 
 
 def discard_context(obs: rules.Observation, knowledge: Knowledge) -> DiscardContext:
-    return DiscardContext(max(0, obs.stock_count - obs.rules.dead_hand_stock) / FULL_STOCK,
+    return DiscardContext(draws_left(obs.stock_count, obs.rules.dead_hand_stock) / FULL_STOCK,
                           sum(knowledge.live) or 1.0, obs.rules.knock_limit, knowledge.theirs.bit_count())
 
 
