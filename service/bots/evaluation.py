@@ -78,3 +78,17 @@ def outs_to(hand: int, knowledge: Knowledge, deadwood: int) -> float:
     candidates = knowledge.unseen & touching(hand) if deadwood == 0 else knowledge.unseen
     live = knowledge.live
     return sum(live[index] for index in indices(candidates) if best_discard_mask(hand | 1 << index)[0] <= deadwood)
+
+
+def outs_to_knock_and_gin(hand: int, knowledge: Knowledge, knock_limit: int) -> tuple[float, float]:
+    """``outs_to(hand, knowledge, knock_limit)`` and ``outs_to(hand, knowledge, 0)`` (the same
+    sums, in the same order) with one solver call per unseen card instead of up to two."""
+    live, near = knowledge.live, touching(hand)
+    knock = gin = 0.0
+    for index in indices(knowledge.unseen):
+        deadwood = best_discard_mask(hand | 1 << index)[0]
+        if deadwood <= knock_limit:
+            knock += live[index]
+        if deadwood == 0 and near >> index & 1:
+            gin += live[index]
+    return knock, gin

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from service import rules
 from service.rules.melds import melded_mask
 
-from .evaluation import FULL_STOCK, OUT_WEIGHT, VALUE, draws_left, indices, outs_to, potential
+from .evaluation import FULL_STOCK, OUT_WEIGHT, VALUE, draws_left, indices, outs_to_knock_and_gin, potential
 from .knowledge import COMPLETIONS, Knowledge
 
 DISCARD_NAMES = (
@@ -30,7 +30,7 @@ DISCARD_NAMES = (
     "dead_le_limit",   # 1 when the hand could knock now
 )
 # Above this deadwood the chance of gin after one draw counts as 0 (it takes two or more loose
-# cards fixed by one draw and one discard: rare, and not worth the solver calls).
+# cards fixed by one draw and one discard: rare). The weights were fitted with this cut.
 GIN_REACH = 25
 
 
@@ -56,8 +56,9 @@ def hand_features(hand: int, discarded: int, knowledge: Knowledge, context: Disc
     deadwood, melded = melded_mask(hand)
     loose = hand & ~melded
     pot = potential(loose, knowledge, OUT_WEIGHT)
-    knock1 = outs_to(hand, knowledge, context.knock_limit) / context.stock_odds
-    gin1 = outs_to(hand, knowledge, 0) / context.stock_odds if deadwood <= GIN_REACH else 0.0
+    knock_outs, gin_outs = outs_to_knock_and_gin(hand, knowledge, context.knock_limit)
+    knock1 = knock_outs / context.stock_odds
+    gin1 = gin_outs / context.stock_odds if deadwood <= GIN_REACH else 0.0
     danger = knowledge.danger(discarded)
     live = knowledge.live
     loose_n = loose_max = frag_n = 0
