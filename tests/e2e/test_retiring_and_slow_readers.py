@@ -96,7 +96,6 @@ def test_a_retiring_worker_answers_its_long_polls_and_exits_at_once(start_gunico
             started = time.monotonic()
             assert requests.get(f"{server.url}/healthz", timeout=WAIT + 10).status_code == 200
             probes.append(time.monotonic() - started)
-            assert time.monotonic() - started < WAIT + 10
             time.sleep(0.02)
         answered = [wait.result() for wait in waits]
     print(f"\nretiring with {WAITERS} long-polls (wait {WAIT} s): long-polls answered after "
