@@ -41,9 +41,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent
 sys.path[:0] = [str(ROOT.parent), str(ROOT)]
 
-import reference_bot  # noqa: E402  (bench/reference_bot.py, found through sys.path above)
+from bots import policy  # noqa: E402  (bench/bots.py, found through sys.path above)
 
-from service import bots, rules  # noqa: E402
+from service import rules  # noqa: E402
 from service.bots.knowledge import know  # noqa: E402
 from service.bots.learned_features import DISCARD_NAMES, discard_context, hand_features  # noqa: E402
 from service.bots.standard import rank_discards, wants_knock  # noqa: E402
@@ -51,14 +51,7 @@ from service.bots.strong import CANDIDATES  # noqa: E402
 from service.rules.melds import best_discard_mask  # noqa: E402
 
 SEED_PREFIX = "trainCF:A"
-
-
-def strong(obs: rules.Observation) -> rules.TurnAction:
-    return bots.choose(bots.Level.STRONG, obs)
-
-
-def standard(obs: rules.Observation) -> rules.TurnAction:
-    return bots.choose(bots.Level.STANDARD, obs)
+strong = policy("strong")
 
 
 def played_out(match: rules.Match, me: int, opponent) -> int:
@@ -75,7 +68,7 @@ def played_out(match: rules.Match, me: int, opponent) -> int:
 
 def decisions_of_hand(number: int):
     """The first hand of match ``number``: yields (features of each candidate, outcome of each)."""
-    opponent = standard if number % 2 == 0 else reference_bot.choose
+    opponent = policy("standard" if number % 2 == 0 else "reference")
     me = (number // 2) % 2
     match, _ = rules.new_match("classic", ["a", "b"], rules.rules_for("classic"), seed=f"{SEED_PREFIX}:{number}")
     while True:
