@@ -90,13 +90,38 @@ class Pacer:
 
 
 # Thousands of long-polls can hang up at once (a proxy or a network dropping its connections),
-# and ending them took a worker ~0.26 ms of CPU each: all at once, they stalled it for a third
-# of a second. A worker learns of the hang-ups one per NOTICES.gap (_hangup_watch), which frees
-# each one's place, then ends their requests one per ENDINGS.gap (waiting_on): 2,500 are
-# noticed within 0.2 s and ended within a second, with room for other requests in between;
-# none waits longer than 0.5 s to be noticed, or 2 s to end.
+# and ending them takes a worker ~0.3 ms of CPU each: all at once, they would stall it for a
+# second. A worker learns of the hang-ups one per NOTICES.gap (_hangup_watch), which frees each
+# one's place, then ends their requests one at a time (ENDINGS), and after every
+# ENDINGS.work_seconds of them the event loop polls its sockets, so other requests go in
+# between however slow the machine. Paced by a timer per request instead, the timers that a
+# busy worker let fall due together ran back to back: on a slow machine, /healthz waited a
+# quarter of a second.
 NOTICES = Pacer(0.00008, most=0.5)
-ENDINGS = Pacer(0.0004, most=2.0)
+
+
+class Turns:
+    """One at a time, with a pause for the event loop after every ``work_seconds`` of work."""
+
+    def __init__(self, work_seconds: float) -> None:
+        self.work_seconds = work_seconds
+        self._lock = threading.Lock()  # a gevent lock in the gevent worker
+        self._paused_at = 0.0
+
+    def wait(self) -> None:
+        """Return when it is the caller's turn; its work follows, before the next turn.
+
+        The turn passes on once this returns, but gevent runs the caller's work before the
+        next greenlet can take it; what the turns do in between is measured from the pause."""
+        with self._lock:
+            if time.monotonic() - self._paused_at >= self.work_seconds:
+                # A timer, not sleep(0): the event loop polls its sockets before it fires.
+                time.sleep(PAUSE_SECONDS)
+                self._paused_at = time.monotonic()
+
+
+PAUSE_SECONDS = 0.0001  # libev rounds a timer up to its poll's resolution, 1 ms
+ENDINGS = Turns(work_seconds=0.002)
 
 
 class LongPollCapacity(GameError):
@@ -254,7 +279,7 @@ class Notifier:
             if state is not None:
                 self._leave(waiter, state)
             if waiter._hung_up:
-                time.sleep(ENDINGS.wait())
+                ENDINGS.wait()
 
     def wake_all(self, wake: Wake) -> None:
         """Wake every waiter with ``wake``."""

@@ -49,8 +49,9 @@ QUIET_SECONDS = 3.0
 WAIT_SECONDS = 30  # LONG_POLL_MAX_SECONDS, the shipped cap
 
 HEALTH_LIMIT = 0.100
-# While 5,000 clients hang up at once: 10-55 ms in most runs, 108 and 112 ms in two (one on a VM
-# three times slower than usual); before hung-up long-polls ended unanswered and paced, 338-623 ms.
+# While 5,000 clients hang up at once: 57 ms on 2026-12-02 with the endings taking turns
+# (service/store/notify.py, ENDINGS), 93-98 ms with a busy loop taking one of the two cores; with
+# a timer per ending, 104-154 ms alone and 259-352 ms in CI on a slow VM.
 HANG_UP_HEALTH_LIMIT = 0.250
 MIN_PROBES = 10  # per phase (a probe every 50 ms; the shortest phase lasts 3 s)
 WAKE_LIMIT = 0.050
