@@ -26,7 +26,6 @@ from __future__ import annotations
 import errno
 import io
 import logging
-import socket
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -59,13 +58,14 @@ class RequestDeadlines:
         self.send_seconds = send_seconds
 
     def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
+        start_response = _closing_after_refusals(start_response)
         client = environ.get("gunicorn.socket")
         if client is None or not _gevent_active():
             return self._answer(environ, start_response, client)
         try:
             _read_body_before_deadline(environ, self.body_seconds, self.max_body_bytes)
         except _BodyTooSlow:
-            answer = _timed_out(environ, client, start_response, self.body_seconds)
+            answer = _timed_out(environ, start_response, self.body_seconds)
         else:
             answer = self._answer(environ, start_response, client)
         # Set only now: the app's own wait (a long-poll) is not the client's to hurry. The
@@ -127,20 +127,37 @@ def _content_length(environ: dict) -> int | None:
         return None  # gunicorn refuses a malformed length before the app runs
 
 
-def _timed_out(environ: dict, client: Any, start_response: Callable, seconds: float) -> Iterable[bytes]:
-    """408, and no more reading from this connection: gunicorn ignores an app's
-    ``Connection: close``, but after a shut-down read side its next read ends the connection."""
+def _timed_out(environ: dict, start_response: Callable, seconds: float) -> Iterable[bytes]:
+    """408: the connection closes after it (``_closing_after_refusals``)."""
     log.info("request body not received within %.0f s: %s %s", seconds,
              environ.get("REQUEST_METHOD"), environ.get("PATH_INFO"))
-    try:
-        client.shutdown(socket.SHUT_RD)
-    except OSError:
-        pass
     body = problem_body(408, "request_timeout", "Request body too slow",
                         f"the request body did not arrive within {seconds:g} s").encode()
     start_response("408 Request Timeout", [("Content-Type", PROBLEM_MIMETYPE), ("Content-Length", str(len(body))),
                                            *DATA_ANSWER_HEADERS])
     return [body]
+
+
+# After these answers the rest of the request's body is not read (408: it did not come; 413:
+# refused unread). On a kept-alive connection gunicorn would read it all (up to its keep-alive
+# timeout) before the next request, and take it for one if it stopped short.
+CLOSING_STATUSES = frozenset({"408", "413"})
+
+
+def _closing_after_refusals(start_response: Callable) -> Callable:
+    """``start_response`` that makes gunicorn close the connection after a CLOSING_STATUSES
+    answer (its ``Connection: close``). Gunicorn drops a ``Connection`` header set by the app;
+    its response object, whose method ``start_response`` is, has ``force_close`` instead."""
+    force_close = getattr(getattr(start_response, "__self__", None), "force_close", None)
+    if force_close is None:
+        return start_response
+
+    def start(status: str, headers: list, exc_info: Any = None) -> Callable:
+        if status[:3] in CLOSING_STATUSES:
+            force_close()
+        return start_response(status, headers, exc_info)
+
+    return start
 
 
 def _gevent_active() -> bool:

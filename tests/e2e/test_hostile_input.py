@@ -257,3 +257,19 @@ def test_requests_gunicorn_refuses_before_the_app_are_problems_too(
     problem = json.loads(body)
     assert (problem["status"], problem["code"], problem["title"]) == (status, code, phrase)
     assert set(problem) == {"type", "title", "status", "detail", "code", "params"}
+
+
+@pytest.mark.timeout(30)
+def test_a_body_refused_unread_closes_the_connection(module_service: GunicornServer) -> None:
+    """413 for a declared length over the cap, before a byte of the body: the connection then
+    closes at once. Kept alive, the server would wait for the whole body to discard it (up
+    to its keep-alive timeout, 5 s) and could take what follows for a request."""
+    host, port = module_service.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=2) as connection:
+        connection.sendall(f"POST /v1/games HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                           f"Content-Length: {BODY_CAP * 16}\r\n\r\n".encode())
+        answer = b""
+        while chunk := connection.recv(65536):  # a timeout (2 s) here: the server kept it open
+            answer += chunk
+    head = answer.partition(b"\r\n\r\n")[0].lower()
+    assert head.startswith(b"http/1.1 413 ") and b"connection: close" in head
