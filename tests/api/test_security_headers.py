@@ -69,12 +69,8 @@ def test_the_body_deadline_s_408_carries_them_too():
     # service/gunicorn_conf.py (tests/e2e/test_hostile_input.py checks those on a real gunicorn).
     from service.http_limits import _timed_out
 
-    class Client:
-        def shutdown(self, how):
-            pass
-
     sent = {}
-    body = _timed_out({"REQUEST_METHOD": "POST", "PATH_INFO": "/v1/games"}, Client(),
+    body = _timed_out({"REQUEST_METHOD": "POST", "PATH_INFO": "/v1/games"},
                       lambda status, headers: sent.update(status=status, headers=dict(headers)), 10)
     assert sent["status"] == "408 Request Timeout" and b"request_timeout" in b"".join(body)
     assert sent["headers"]["X-Content-Type-Options"] == "nosniff"
