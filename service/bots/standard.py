@@ -48,10 +48,11 @@ def choose(obs: rules.Observation) -> Choice:
 PickDiscard = Callable[[rules.Observation, Knowledge, int], int]
 
 
-def play(obs: rules.Observation, pick_discard: PickDiscard, waits_for_gin: bool = True) -> Choice:
+def play(obs: rules.Observation, pick_discard: PickDiscard, waits_for_gin: bool = True,
+         take_margin: float = TAKE_MARGIN) -> Choice:
     """The standard policy's move, with ``pick_discard`` choosing the card of a plain discard;
-    ``waits_for_gin`` False knocks whenever the schedule allows (the strong policy changes
-    only these two)."""
+    ``waits_for_gin`` False knocks whenever the schedule allows; ``take_margin`` is what taking
+    from the pile must gain (the strong policy changes only these three)."""
     if obs.phase is rules.Phase.LAYOFF:
         return lay_off(obs)
     knowledge = know(obs)
@@ -63,7 +64,7 @@ def play(obs: rules.Observation, pick_discard: PickDiscard, waits_for_gin: bool 
                 return knock_or_wait(obs, knowledge, best, deadwood)
             return knock(rules.CARDS[best], deadwood)
         return discard(obs, knowledge, pick_discard(obs, knowledge, forbidden))
-    return draw(obs, knowledge)
+    return draw(obs, knowledge, take_margin)
 
 
 def best_ranked(obs: rules.Observation, knowledge: Knowledge, forbidden: int) -> int:
@@ -118,14 +119,14 @@ def discard(obs: rules.Observation, knowledge: Knowledge, index: int) -> Choice:
     return Choice(rules.Discard(card), "least_deadwood", {"card": str(card), "deadwood": deadwood})
 
 
-def draw(obs: rules.Observation, knowledge: Knowledge) -> Choice:
+def draw(obs: rules.Observation, knowledge: Knowledge, take_margin: float = TAKE_MARGIN) -> Choice:
     """Take the pile's top card when it lets me knock or leaves the hand a better value than it
-    has now, by a margin."""
+    has now, by ``take_margin``."""
     before = min_deadwood_mask(obs.cards)[0]
     if may_take(obs):
         top = obs.pile[-1]
         after = best_discard_mask(obs.cards | top.bit, top.index)[0]
-        stock_value = hand_value(obs.cards, knowledge, out_weight(obs.stock_count, obs.rules.dead_hand_stock)) - TAKE_MARGIN
+        stock_value = hand_value(obs.cards, knowledge, out_weight(obs.stock_count, obs.rules.dead_hand_stock)) - take_margin
         taken = rank_discards(obs.cards | top.bit, top.index, obs, knowledge)[0][0]
         knocks = after <= obs.rules.knock_limit and wants_knock(obs, after)
         if knocks or taken < stock_value:
