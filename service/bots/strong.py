@@ -36,7 +36,7 @@ WAITS_FOR_GIN = False
 # both choices played out to the end of the hand on the same deal, the takes that gained 3 to 4
 # lost 2.2 points each (±1.4) against drawing from the stock. Duplicate first hands (6,000
 # deals, paired with strong at 3): +0.18 ±0.14 net points per hand against standard and +0.06
-# ±0.14 against the reference bot (small: the lead may weigh it); margin 5 did no better.
+# ±0.14 against the reference bot; margin 5 did no better.
 TAKE_MARGIN = 4.0
 
 
