@@ -36,6 +36,7 @@ import json
 import statistics
 import sys
 import time
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
@@ -52,29 +53,44 @@ from service.rules.melds import best_discard_mask  # noqa: E402
 
 SEED_PREFIX = "trainCF:A"
 strong = policy("strong")
+Policy = Callable[[rules.Observation], rules.TurnAction]
 
 
-def played_out(match: rules.Match, me: int, opponent) -> int:
+def played_out(match: rules.Match, me: int, mine: Policy, opponent: Policy) -> int:
     """Net points of the hand for seat ``me``, played to its end from ``match``."""
     while True:
         seat = match.turn
         obs = rules.observe(match, seat)
-        match, events = rules.apply(match, seat, strong(obs) if seat == me else opponent(obs))
+        match, events = rules.apply(match, seat, mine(obs) if seat == me else opponent(obs))
         for event in events:
             if event.type is rules.EventType.HAND_SCORED:
                 winner, points = event.public["winner"], event.public["points"]
                 return 0 if winner is None else points if winner == me else -points
 
 
-def decisions_of_hand(number: int):
-    """The first hand of match ``number``: yields (features of each candidate, outcome of each)."""
+def my_turns(seed_prefix: str, number: int, mine: Policy) -> Iterator[tuple[rules.Match, int, Policy, rules.Observation]]:
+    """The first hand of the classic match seeded ``<seed_prefix>:<number>``, ``mine`` in my seat
+    against standard in even-numbered matches and the reference bot in odd ones, the seats
+    alternating every two matches: yields (match, my seat, opponent, my observation) before each
+    of my moves, then plays the move ``mine`` chooses."""
     opponent = policy("standard" if number % 2 == 0 else "reference")
     me = (number // 2) % 2
-    match, _ = rules.new_match("classic", ["a", "b"], rules.rules_for("classic"), seed=f"{SEED_PREFIX}:{number}")
+    match, _ = rules.new_match("classic", ["a", "b"], rules.rules_for("classic"), seed=f"{seed_prefix}:{number}")
     while True:
         seat = match.turn
         obs = rules.observe(match, seat)
-        if seat == me and obs.phase is rules.Phase.DISCARD:
+        if seat == me:
+            yield match, me, opponent, obs
+        match, events = rules.apply(match, seat, mine(obs) if seat == me else opponent(obs))
+        if any(event.type is rules.EventType.HAND_SCORED for event in events):
+            return
+
+
+def decisions_of_hand(number: int) -> Iterator[dict]:
+    """The features of each candidate and the outcome of each, at strong's plain discards in
+    the first hand of match ``number``."""
+    for match, me, opponent, obs in my_turns(SEED_PREFIX, number, strong):
+        if obs.phase is rules.Phase.DISCARD:
             forbidden = obs.taken.index if obs.taken else -1
             deadwood, _, _ = best_discard_mask(obs.cards, forbidden)
             if not (deadwood <= obs.rules.knock_limit and wants_knock(obs, deadwood)):
@@ -82,20 +98,18 @@ def decisions_of_hand(number: int):
                 context = discard_context(obs, knowledge)
                 shortlist = [index for _, index in rank_discards(obs.cards, forbidden, obs, knowledge)[:CANDIDATES]]
                 features = [hand_features(obs.cards ^ 1 << index, index, knowledge, context) for index in shortlist]
-                outcomes = [played_out(rules.apply(match, seat, rules.Discard(rules.CARDS[index]))[0], me, opponent)
+                outcomes = [played_out(rules.apply(match, me, rules.Discard(rules.CARDS[index]))[0], me, strong, opponent)
                             for index in shortlist]
-                yield features, outcomes
-        match, events = rules.apply(match, seat, strong(obs) if seat == me else opponent(obs))
-        if any(event.type is rules.EventType.HAND_SCORED for event in events):
-            return
+                yield {"X": features, "y": outcomes}
 
 
-def generate(first: int, matches: int, out: Path) -> None:
+def generate(rows_of_hand: Callable[[int], Iterable[dict]], first: int, matches: int, out: Path) -> None:
+    """Write the rows of matches ``first``... one JSON line each, with the match's number."""
     started, written = time.monotonic(), 0
     with out.open("w") as sink:
         for number in range(first, first + matches):
-            for features, outcomes in decisions_of_hand(number):
-                sink.write(json.dumps({"match": number, "X": features, "y": outcomes}) + "\n")
+            for row in rows_of_hand(number):
+                sink.write(json.dumps({"match": number, **row}) + "\n")
                 written += 1
             if number % 50 == 0:
                 print(f"match {number}: {written} decisions, {time.monotonic() - started:.0f} s", file=sys.stderr)
@@ -169,19 +183,25 @@ def fit(data: list[Path], penalty: float) -> None:
     print("DISCARD_WEIGHTS = (" + ", ".join(f"{weight:.4f}" for weight in weights) + ")")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def arguments(doc: str, matches: int, ridge: bool = False) -> argparse.Namespace:
+    """The command line of a generate-then-fit script described by ``doc``."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     steps = parser.add_subparsers(dest="step", required=True)
-    making = steps.add_parser("generate", help="play out every shortlisted discard; write the decisions")
-    making.add_argument("--matches", type=int, default=1200)
+    making = steps.add_parser("generate", help="play out the choices of every decision; write them")
+    making.add_argument("--matches", type=int, default=matches)
     making.add_argument("--first", type=int, default=0, help="number of the first match (to split the work)")
     making.add_argument("--out", type=Path, required=True)
-    fitting = steps.add_parser("fit", help="fit the weights to generated decisions")
+    fitting = steps.add_parser("fit", help="fit to generated decisions")
     fitting.add_argument("data", type=Path, nargs="+", help="files written by generate")
-    fitting.add_argument("--ridge", type=float, default=10.0)
-    args = parser.parse_args()
+    if ridge:
+        fitting.add_argument("--ridge", type=float, default=10.0)
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = arguments(__doc__, 1200, ridge=True)
     if args.step == "generate":
-        generate(args.first, args.matches, args.out)
+        generate(decisions_of_hand, args.first, args.matches, args.out)
     else:
         fit(args.data, args.ridge)
 

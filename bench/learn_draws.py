@@ -38,19 +38,16 @@ schedule allows.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
-import time
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 sys.path[:0] = [str(ROOT.parent), str(ROOT)]
 
-import learn_discards  # noqa: E402  (bench/learn_discards.py, found through sys.path above)
-from bots import policy  # noqa: E402
-from learn_discards import played_out  # noqa: E402
+from learn_discards import arguments, generate, my_turns, played_out  # noqa: E402  (bench/, on sys.path above)
 
 from service import rules  # noqa: E402
 from service.bots.choices import decline, may_take  # noqa: E402
@@ -70,18 +67,10 @@ def strong(obs: rules.Observation) -> rules.TurnAction:
     return play(obs, learned_discard, WAITS_FOR_GIN, GENERATED_MARGIN).action
 
 
-learn_discards.strong = strong  # the policy that learn_discards.played_out plays my seat with
-
-
-def decisions_of_hand(number: int):
-    """The first hand of match ``number``: yields one dict per draw or knock decision."""
-    opponent = policy("standard" if number % 2 == 0 else "reference")
-    me = (number // 2) % 2
-    match, _ = rules.new_match("classic", ["a", "b"], rules.rules_for("classic"), seed=f"{SEED_PREFIX}:{number}")
-    while True:
-        seat = match.turn
-        obs = rules.observe(match, seat)
-        if seat == me and obs.phase in (rules.Phase.DRAW, rules.Phase.UPCARD_OFFER) and may_take(obs):
+def decisions_of_hand(number: int) -> Iterator[dict]:
+    """Strong's draws and knocks in the first hand of match ``number``, each choice played out."""
+    for match, me, opponent, obs in my_turns(SEED_PREFIX, number, strong):
+        if obs.phase in (rules.Phase.DRAW, rules.Phase.UPCARD_OFFER) and may_take(obs):
             knowledge = know(obs)
             top = obs.pile[-1]
             after = best_discard_mask(obs.cards | top.bit, top.index)[0]
@@ -91,31 +80,16 @@ def decisions_of_hand(number: int):
             yield {"type": "draw", "stock": obs.stock_count, "upcard": obs.phase is rules.Phase.UPCARD_OFFER,
                    "knocks": after <= obs.rules.knock_limit and wants_knock(obs, after),
                    "gain": without - taken,
-                   "y_take": played_out(rules.apply(match, seat, rules.Draw("discard"))[0], me, opponent),
-                   "y_leave": played_out(rules.apply(match, seat, decline(obs, 0).action)[0], me, opponent)}
-        if seat == me and obs.phase is rules.Phase.DISCARD:
+                   "y_take": played_out(rules.apply(match, me, rules.Draw("discard"))[0], me, strong, opponent),
+                   "y_leave": played_out(rules.apply(match, me, decline(obs, 0).action)[0], me, strong, opponent)}
+        if obs.phase is rules.Phase.DISCARD:
             forbidden = obs.taken.index if obs.taken else -1
             deadwood, best, _ = best_discard_mask(obs.cards, forbidden)
             if 0 < deadwood <= obs.rules.knock_limit and obs.stock_count > obs.rules.dead_hand_stock:
                 other = learned_discard(obs, know(obs), forbidden)
                 yield {"type": "knock", "stock": obs.stock_count, "deadwood": deadwood, "wants": wants_knock(obs, deadwood),
-                       "y_knock": played_out(rules.apply(match, seat, rules.Knock(rules.CARDS[best]))[0], me, opponent),
-                       "y_play": played_out(rules.apply(match, seat, rules.Discard(rules.CARDS[other]))[0], me, opponent)}
-        match, events = rules.apply(match, seat, strong(obs) if seat == me else opponent(obs))
-        if any(event.type is rules.EventType.HAND_SCORED for event in events):
-            return
-
-
-def generate(first: int, matches: int, out: Path) -> None:
-    started, written = time.monotonic(), 0
-    with out.open("w") as sink:
-        for number in range(first, first + matches):
-            for row in decisions_of_hand(number):
-                sink.write(json.dumps({"match": number, **row}) + "\n")
-                written += 1
-            if number % 50 == 0:
-                print(f"match {number}: {written} decisions, {time.monotonic() - started:.0f} s", file=sys.stderr)
-    print(f"{written} decisions from {matches} hands in {out}")
+                       "y_knock": played_out(rules.apply(match, me, rules.Knock(rules.CARDS[best]))[0], me, strong, opponent),
+                       "y_play": played_out(rules.apply(match, me, rules.Discard(rules.CARDS[other]))[0], me, strong, opponent)}
 
 
 def interval(values: list[float]) -> str:
@@ -157,17 +131,9 @@ def fit(data: list[Path]) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    steps = parser.add_subparsers(dest="step", required=True)
-    making = steps.add_parser("generate", help="play out both choices of every draw and knock; write them")
-    making.add_argument("--matches", type=int, default=3000)
-    making.add_argument("--first", type=int, default=0, help="number of the first match (to split the work)")
-    making.add_argument("--out", type=Path, required=True)
-    fitting = steps.add_parser("fit", help="the take margins' and the knocks' gains on generated decisions")
-    fitting.add_argument("data", type=Path, nargs="+", help="files written by generate")
-    args = parser.parse_args()
+    args = arguments(__doc__, 3000)
     if args.step == "generate":
-        generate(args.first, args.matches, args.out)
+        generate(decisions_of_hand, args.first, args.matches, args.out)
     else:
         fit(args.data)
 
