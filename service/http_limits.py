@@ -5,7 +5,8 @@ costs little, but it must not be able to hold its connection for ever: gunicorn 
 wait for each request's headers (its keep-alive timeout), and ``RequestDeadlines`` bounds the
 body: the whole body (at most MAX_CONTENT_LENGTH + 1 bytes) is read before the app runs, and
 a body that has not arrived within ``body_seconds`` is answered with 408
-``request_timeout`` and the connection is closed.
+``request_timeout`` and the connection is closed, as it is after the app's 413 for a body
+over the cap, which is left (partly) unread.
 
 Nor may a client hold a connection by not reading: once the app has answered, the connection
 gets a socket timeout of ``send_seconds``, so every write of the answer that waits longer for
@@ -58,15 +59,17 @@ class RequestDeadlines:
         self.send_seconds = send_seconds
 
     def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
-        start_response = _closing_after_refusals(start_response)
         client = environ.get("gunicorn.socket")
         if client is None or not _gevent_active():
             return self._answer(environ, start_response, client)
         try:
-            _read_body_before_deadline(environ, self.body_seconds, self.max_body_bytes)
+            whole = _read_body_before_deadline(environ, self.body_seconds, self.max_body_bytes)
         except _BodyTooSlow:
+            _close_after_answer(start_response)
             answer = _timed_out(environ, start_response, self.body_seconds)
         else:
+            if not whole:  # over the cap: the app answers 413
+                _close_after_answer(start_response)
             answer = self._answer(environ, start_response, client)
         # Set only now: the app's own wait (a long-poll) is not the client's to hurry. The
         # worker clears it once the answer is written.
@@ -92,8 +95,9 @@ class _BodyTooSlow(Exception):
     pass
 
 
-def _read_body_before_deadline(environ: dict, seconds: float, cap: int | None) -> None:
-    """Replace ``wsgi.input`` by the body read into memory within ``seconds``.
+def _read_body_before_deadline(environ: dict, seconds: float, cap: int | None) -> bool:
+    """Replace ``wsgi.input`` by the body read into memory within ``seconds``; False when the
+    body is over ``cap`` and so left (partly) unread.
 
     Raises _BodyTooSlow when the body has not arrived in time."""
     import gevent
@@ -101,9 +105,9 @@ def _read_body_before_deadline(environ: dict, seconds: float, cap: int | None) -
     declared = _content_length(environ)
     chunked = "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower()
     if declared is None and not chunked:
-        return  # no body
+        return True  # no body
     if declared is not None and cap is not None and declared > cap:
-        return  # refused unread by the app (413)
+        return False  # refused unread by the app (413)
     limit = declared if declared is not None else (cap + 1 if cap is not None else None)
     stream = environ["wsgi.input"]
     chunks: list[bytes] = []
@@ -117,6 +121,8 @@ def _read_body_before_deadline(environ: dict, seconds: float, cap: int | None) -
             if remaining is not None:
                 remaining -= len(chunk)
     environ["wsgi.input"] = io.BytesIO(b"".join(chunks))
+    # A chunked body read to one byte past the cap may go on.
+    return declared is not None or remaining != 0
 
 
 def _content_length(environ: dict) -> int | None:
@@ -128,7 +134,7 @@ def _content_length(environ: dict) -> int | None:
 
 
 def _timed_out(environ: dict, start_response: Callable, seconds: float) -> Iterable[bytes]:
-    """408: the connection closes after it (``_closing_after_refusals``)."""
+    """408 (the caller closes the connection after it)."""
     log.info("request body not received within %.0f s: %s %s", seconds,
              environ.get("REQUEST_METHOD"), environ.get("PATH_INFO"))
     body = problem_body(408, "request_timeout", "Request body too slow",
@@ -138,26 +144,15 @@ def _timed_out(environ: dict, start_response: Callable, seconds: float) -> Itera
     return [body]
 
 
-# After these answers the rest of the request's body is not read (408: it did not come; 413:
-# refused unread). On a kept-alive connection gunicorn would read it all (up to its keep-alive
-# timeout) before the next request, and take it for one if it stopped short.
-CLOSING_STATUSES = frozenset({"408", "413"})
-
-
-def _closing_after_refusals(start_response: Callable) -> Callable:
-    """``start_response`` that makes gunicorn close the connection after a CLOSING_STATUSES
-    answer (its ``Connection: close``). Gunicorn drops a ``Connection`` header set by the app;
-    its response object, whose method ``start_response`` is, has ``force_close`` instead."""
+def _close_after_answer(start_response: Callable) -> None:
+    """Make gunicorn close the connection after this answer (its ``Connection: close``): the
+    rest of the body is not read, and on a kept-alive connection gunicorn would read it all
+    (up to its keep-alive timeout) before the next request. Gunicorn drops a ``Connection``
+    header set by the app; its response object, whose method ``start_response`` is, has
+    ``force_close`` instead."""
     force_close = getattr(getattr(start_response, "__self__", None), "force_close", None)
-    if force_close is None:
-        return start_response
-
-    def start(status: str, headers: list, exc_info: Any = None) -> Callable:
-        if status[:3] in CLOSING_STATUSES:
-            force_close()
-        return start_response(status, headers, exc_info)
-
-    return start
+    if force_close is not None:
+        force_close()
 
 
 def _gevent_active() -> bool:
