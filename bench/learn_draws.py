@@ -82,7 +82,7 @@ def decisions_of_hand(number: int) -> Iterator[dict]:
                    "gain": without - taken,
                    "y_take": played_out(rules.apply(match, me, rules.Draw("discard"))[0], me, strong, opponent),
                    "y_leave": played_out(rules.apply(match, me, decline(obs, 0).action)[0], me, strong, opponent)}
-        if obs.phase is rules.Phase.DISCARD:
+        elif obs.phase is rules.Phase.DISCARD:
             forbidden = obs.taken.index if obs.taken else -1
             deadwood, best, _ = best_discard_mask(obs.cards, forbidden)
             if 0 < deadwood <= obs.rules.knock_limit and obs.stock_count > obs.rules.dead_hand_stock:

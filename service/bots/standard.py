@@ -119,7 +119,7 @@ def discard(obs: rules.Observation, knowledge: Knowledge, index: int) -> Choice:
     return Choice(rules.Discard(card), "least_deadwood", {"card": str(card), "deadwood": deadwood})
 
 
-def draw(obs: rules.Observation, knowledge: Knowledge, take_margin: float = TAKE_MARGIN) -> Choice:
+def draw(obs: rules.Observation, knowledge: Knowledge, take_margin: float) -> Choice:
     """Take the pile's top card when it lets me knock or leaves the hand a better value than it
     has now, by ``take_margin``."""
     before = min_deadwood_mask(obs.cards)[0]

@@ -98,6 +98,7 @@ class Pacer:
 # busy worker let fall due together ran back to back: on a slow machine, /healthz waited a
 # quarter of a second.
 NOTICES = Pacer(0.00008, most=0.5)
+PAUSE_SECONDS = 0.0001  # libev rounds a timer up to its poll's resolution, 1 ms
 
 
 class Turns:
@@ -120,7 +121,6 @@ class Turns:
                 self._paused_at = time.monotonic()
 
 
-PAUSE_SECONDS = 0.0001  # libev rounds a timer up to its poll's resolution, 1 ms
 ENDINGS = Turns(work_seconds=0.002)
 
 

@@ -78,4 +78,3 @@ def test_turns_pause_for_the_event_loop_after_their_work_seconds(monkeypatch) ->
     now[0] += 1.0
     turns.wait()
     assert len(pauses) == 3
-
