@@ -128,12 +128,18 @@ def schema_ref(name: str) -> dict:
     return {"$ref": f"#/components/schemas/{name}"}
 
 
+# The schema that admits null and nothing else, in OpenAPI 3.0 (which has no "null" type).
+NULL_ONLY = {"enum": [None], "nullable": True}
+
+
 class DocumentConverter(OpenAPIConverter):
     """apispec's converter with two changes.
 
-    - A nullable nested object is ``allOf: [$ref]`` + ``nullable: true``. apispec writes
-      ``anyOf: [$ref, {type: object, nullable: true}]``, whose second branch admits any object:
-      generators then make anonymous models and validators accept ``{}``.
+    - A nullable reference is ``anyOf: [$ref, NULL_ONLY]``: that object, or null. apispec
+      writes ``anyOf: [$ref, {type: object, nullable: true}]``, whose second branch admits any
+      object (generators then make anonymous models and validators accept ``{}``); and
+      ``allOf: [$ref]`` + ``nullable: true`` admits no null at all under OpenAPI 3.0.3, where
+      ``nullable`` counts only beside a ``type``, so strict validators refuse every null.
     - A field whose metadata names a ``component`` is documented as a reference to that
       component schema (the shared enums and free-form objects, see ``vocabulary.py``) instead
       of an inline copy: clients get one type for, say, every draw source.
@@ -162,7 +168,9 @@ class DocumentConverter(OpenAPIConverter):
         if not field.allow_none:
             return {}
         if "$ref" in ret:
-            return {"allOf": [{"$ref": ret.pop("$ref")}], "nullable": True}
+            return {"anyOf": [{"$ref": ret.pop("$ref")}, NULL_ONLY]}
+        if "allOf" in ret:  # a component, wrapped by field2component
+            return {"anyOf": [*ret.pop("allOf"), NULL_ONLY]}
         return {"nullable": True}
 
 
@@ -213,7 +221,7 @@ def examples_on_components(schemas: dict[str, dict]) -> None:
     builds the example of the whole; responses carry real examples of their own.
     """
     def refers_to_object(schema: dict) -> bool:
-        ref = schema.get("$ref") or (schema.get("allOf") or [{}])[0].get("$ref")
+        ref = schema.get("$ref") or (schema.get("allOf") or schema.get("anyOf") or [{}])[0].get("$ref")
         if ref is None:
             return schema.get("type") == "array" and refers_to_object(schema.get("items", {}))
         referred = schemas.get(ref.rsplit("/", 1)[-1], {})

@@ -10,7 +10,7 @@ that may see them). ``type`` is a one-value enum per schema, so exactly one sche
 from __future__ import annotations
 
 from service.api.fields import CARD_PATTERN
-from service.api.openapi import schema_ref
+from service.api.openapi import NULL_ONLY, schema_ref
 from service.api.vocabulary import DRAW_SOURCE, MATCH_STATUS, OUTCOME, ROLE
 from service.rules import EVENT_TYPES, EventType
 from service.rules.events import EventSpec, Field, Kind
@@ -36,7 +36,7 @@ KIND_SCHEMAS: dict[Kind, dict] = {
     Kind.MELDS: {"type": "array", "items": _CARDS},
     Kind.LAYOFFS: {"type": "array", "items": schema_ref(LAYOFF_ITEM)},
     Kind.ROLES: {"type": "array", "items": schema_ref(ROLE)},
-    Kind.ACTION: {"allOf": [schema_ref(SUGGESTED_ACTION)], "nullable": True},
+    Kind.ACTION: {"anyOf": [schema_ref(SUGGESTED_ACTION), NULL_ONLY]},
     Kind.OUTCOME: {"allOf": [schema_ref(OUTCOME)]},
     Kind.SOURCE: {"allOf": [schema_ref(DRAW_SOURCE)]},
     Kind.HANDS: {"type": "object", "additionalProperties": _CARDS},
@@ -62,7 +62,9 @@ def schema_name(kind: EventType) -> str:
 
 def _property(field: Field) -> dict:
     schema = {**KIND_SCHEMAS[field.kind], "description": field.description, "example": field.example}
-    if field.nullable:
+    if field.nullable and "allOf" in schema:  # a reference: OpenAPI 3.0 needs the null spelled out
+        schema["anyOf"] = [*schema.pop("allOf"), NULL_ONLY]
+    elif field.nullable and "anyOf" not in schema:
         schema["nullable"] = True
     return schema
 
