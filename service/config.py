@@ -25,7 +25,7 @@
 | LOG_LEVEL | ``INFO`` | |
 | MAX_CONTENT_LENGTH | 65536 | largest accepted request body, in bytes |
 | RATE_LIMIT_PER_MINUTE | 0 | requests per client per minute; 0 turns limiting off |
-| LONG_POLL_MAX_SECONDS | 30 | cap on ``wait`` of the events long-poll |
+| LONG_POLL_MAX_SECONDS | 30 | cap on ``wait`` of the events long-poll (0-30: the API allows no longer wait) |
 | LONG_POLL_MAX_WAITERS | 1000 (gunicorn: 3/4 of its worker connections) | long-polls one process holds at once; beyond, 503 ``long_poll_capacity`` with Retry-After |
 | REQUEST_BODY_TIMEOUT_SECONDS | 10 | a request body must arrive within this (gevent worker), else 408 and the connection is closed |
 | RESPONSE_SEND_TIMEOUT_SECONDS | 10 | a client must take each part of an answer within this (gevent worker), else the connection is dropped |
@@ -44,6 +44,10 @@ LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 TRUE_WORDS = ("true", "yes", "1", "on")
 FALSE_WORDS = ("false", "no", "0", "off", "")
 MAX_PORT = 65535
+
+
+# The longest ``wait`` the API allows on the events long-poll (its schema's maximum).
+LONGEST_WAIT_SECONDS = 30
 
 
 class ConfigError(ValueError):
@@ -72,7 +76,7 @@ class Config:
     log_level: str = "INFO"
     max_content_length: int = 65536
     rate_limit_per_minute: int = 0
-    long_poll_max_seconds: int = 30
+    long_poll_max_seconds: int = LONGEST_WAIT_SECONDS
     long_poll_max_waiters: int = 1000
     request_body_timeout_seconds: int = 10
     response_send_timeout_seconds: int = 10
@@ -120,7 +124,8 @@ class Config:
             log_level=_log_level(source),
             max_content_length=_positive_int(source, "MAX_CONTENT_LENGTH", cls.max_content_length),
             rate_limit_per_minute=_int_at_least(source, "RATE_LIMIT_PER_MINUTE", cls.rate_limit_per_minute, 0),
-            long_poll_max_seconds=_int_at_least(source, "LONG_POLL_MAX_SECONDS", cls.long_poll_max_seconds, 0),
+            long_poll_max_seconds=_int_at_least(source, "LONG_POLL_MAX_SECONDS", cls.long_poll_max_seconds, 0,
+                                                maximum=LONGEST_WAIT_SECONDS),
             long_poll_max_waiters=_positive_int(source, "LONG_POLL_MAX_WAITERS", cls.long_poll_max_waiters),
             request_body_timeout_seconds=_positive_int(
                 source, "REQUEST_BODY_TIMEOUT_SECONDS", cls.request_body_timeout_seconds
@@ -157,7 +162,8 @@ class Config:
 _ENV_NAMES = tuple(f.name.upper() for f in fields(Config))
 
 
-def _int_at_least(source: Mapping[str, str], name: str, default: int, minimum: int) -> int:
+def _int_at_least(source: Mapping[str, str], name: str, default: int, minimum: int,
+                  maximum: int | None = None) -> int:
     raw = source.get(name, "").strip()
     if not raw:
         return default
@@ -167,6 +173,8 @@ def _int_at_least(source: Mapping[str, str], name: str, default: int, minimum: i
         raise ConfigError(f"{name} must be an integer, not {raw!r}") from None
     if value < minimum:
         raise ConfigError(f"{name} must be at least {minimum}, not {value}")
+    if maximum is not None and value > maximum:
+        raise ConfigError(f"{name} must be at most {maximum}, not {value}")
     return value
 
 

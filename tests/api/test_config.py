@@ -77,7 +77,9 @@ def test_overrides_win_over_the_environment():
 @pytest.mark.parametrize(
     ("name", "value"),
     [("GAME_TTL_SECONDS", "0"), ("GAME_TTL_SECONDS", "week"), ("RATE_LIMIT_PER_MINUTE", "-1"),
-     ("TRUSTED_PROXY_HOPS", "-1"), ("LOG_LEVEL", "LOUD")],
+     ("TRUSTED_PROXY_HOPS", "-1"), ("LOG_LEVEL", "LOUD"),
+     # The API refuses a wait above 30 s: a longer cap would be a setting that does nothing.
+     ("LONG_POLL_MAX_SECONDS", "31")],
 )
 def test_bad_values_are_refused_by_name(name, value):
     with pytest.raises(ConfigError, match=name):

@@ -29,6 +29,7 @@ from service.api.games.view_schema import (
 from service.api.vocabulary import (BOT_LEVEL, DRAW_SOURCE, MATCH_STATUS, METADATA, METADATA_MAX_BYTES, OUTCOME,
                                     VARIANT, enum_field)
 from service.bots import Level
+from service.config import LONGEST_WAIT_SECONDS
 from service.games import NewGame, NewSeat
 from service.webhooks.callbacks import MAX_URL_LENGTH
 
@@ -39,7 +40,6 @@ EXTERNAL_ID_MAX = 128
 IDEMPOTENCY_KEY_MAX = 200
 MAX_SEED = 2**63 - 1
 # The events long-poll contract: wait at most this long; the server may cap it lower.
-WAIT_MAX_SECONDS = 30
 AFTER_MAX = 10**9
 PAGE_MAX = 100
 
@@ -253,8 +253,8 @@ class EventsQuerySchema(ma.Schema):
     )
     wait = F.Float(
         load_default=0,
-        validate=ma.validate.Range(0, WAIT_MAX_SECONDS),
-        metadata=doc(f"Seconds (0–{WAIT_MAX_SECONDS}) to wait for a new event when there is none yet", 25),
+        validate=ma.validate.Range(0, LONGEST_WAIT_SECONDS),
+        metadata=doc(f"Seconds (0–{LONGEST_WAIT_SECONDS}) to wait for a new event when there is none yet", 25),
     )
 
 
