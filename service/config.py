@@ -46,7 +46,8 @@ FALSE_WORDS = ("false", "no", "0", "off", "")
 MAX_PORT = 65535
 
 
-# The longest ``wait`` the API allows on the events long-poll (its schema's maximum).
+# The longest ``wait`` the API allows on the events long-poll (its schema's maximum); a server
+# may cap it lower (LONG_POLL_MAX_SECONDS).
 LONGEST_WAIT_SECONDS = 30
 
 

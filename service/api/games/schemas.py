@@ -39,7 +39,6 @@ ADVICE_MAX = 280
 EXTERNAL_ID_MAX = 128
 IDEMPOTENCY_KEY_MAX = 200
 MAX_SEED = 2**63 - 1
-# The events long-poll contract: wait at most this long; the server may cap it lower.
 AFTER_MAX = 10**9
 PAGE_MAX = 100
 
