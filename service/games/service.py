@@ -128,14 +128,11 @@ class GameService:
         (key reused), the engine's errors, StoreFull, StoreError."""
         key = reply_key(token, retry.idempotency_key)
         loaded = self.ctx.store.load(_known(game_id), key)
-        if loaded.replay is not None:
-            first = replayed(loaded.replay, retry.fingerprint)
-            if first is not None:
-                return first
+        earlier = _replay(game_id, loaded, token, retry)
+        if earlier is not None:
+            return earlier
         record = parsed(loaded)
         seat = seat_of(record, token)
-        if loaded.replay is not None:  # an answer kept without its body: the game as it is now
-            return Reply(record.view(game_id, seat), loaded.version)
         _check_precondition(retry, loaded.version)
         now = self.ctx.now()
         settled, settling = self._due(record.match, now)
@@ -326,16 +323,28 @@ class GameService:
     def _after_conflict(self, game_id: str, token: str, key: str | None, retry: Retry) -> Reply:
         """Answer a lost compare-and-set: the winner's reply if it was this very request."""
         if key is not None:
-            loaded = self.ctx.store.load(game_id, key)
-            if loaded.replay is not None:
-                first = replayed(loaded.replay, retry.fingerprint)
-                if first is not None:
-                    return first
-                record = parsed(loaded)
-                return Reply(record.view(game_id, seat_of(record, token)), loaded.version)
+            earlier = _replay(game_id, self.ctx.store.load(game_id, key), token, retry)
+            if earlier is not None:
+                return earlier
         if retry.accept_versions is not None:
             raise PreconditionFailed("the game is no longer at the version named in If-Match")
         raise ConcurrentChange("the game changed while your move was applied; reload and retry")
+
+
+def _replay(game_id: str, loaded: Loaded, token: str, retry: Retry) -> Reply | None:
+    """The answer to a request retried under its Idempotency-Key; None when it is no retry.
+
+    The token must still be the seat's: the first answer holds the seat's cards, and a
+    replaced (leaked) token must not read them. Raises Unauthorized, Unprocessable (the key
+    came with another request)."""
+    if loaded.replay is None:
+        return None
+    record = parsed(loaded)
+    seat = seat_of(record, token)
+    first = replayed(loaded.replay, retry.fingerprint)
+    if first is not None:
+        return first
+    return Reply(record.view(game_id, seat), loaded.version)  # kept without a body: the game now
 
 
 def _known(game_id: str) -> str:

@@ -193,6 +193,24 @@ def test_a_new_token_replaces_the_old_one_at_once(client):
     assert client.post(f"/v1/games/{game_id}/pass", headers=bearer(token)).status_code == 200
 
 
+def test_a_replaced_token_gets_no_replay_of_its_earlier_answers(client):
+    # A retried move is answered with its first answer, which holds the seat's cards: a leaked
+    # token that is replaced must not read them through a key it used.
+    created = client.post("/v1/games", json=classic()).get_json()
+    game_id, tokens = created["game"]["id"], [p["token"] for p in created["players"]]
+    turn = created["game"]["hand"]["turn"]
+    first = client.post(f"/v1/games/{game_id}/pass", headers={**bearer(tokens[turn]), "Idempotency-Key": "k1"})
+    assert first.status_code == 200 and first.get_json()["you"]["hand"]
+    assert client.post(f"/v1/games/{game_id}/pass",
+                       headers={**bearer(tokens[turn]), "Idempotency-Key": "k1"}).get_json() == first.get_json()
+    assert reissue(client, game_id, turn).status_code == 200
+    for body in (None, {}):  # the same request, and one that would be idempotency_key_reused
+        retried = client.post(f"/v1/games/{game_id}/pass", json=body,
+                              headers={**bearer(tokens[turn]), "Idempotency-Key": "k1"})
+        assert_problem(retried, 401, "unauthorized")
+        assert "hand" not in retried.get_data(as_text=True)
+
+
 def test_only_the_creating_api_key_replaces_a_person_s_token(client):
     created = client.post("/v1/games", json=classic([{"name": "Ann"}, {"name": "Robo", "bot": True}])).get_json()
     game_id = created["game"]["id"]
