@@ -108,11 +108,12 @@ class GameService:
     def events(self, game_id: str, token: str | None, after: int, wait: float) -> dict:
         """Events after ``after`` as the viewer may see them, waiting up to ``wait`` s for one.
 
-        A player's read loads the game, and so settles a deadline that passed first (the public
-        read only reads the log). Raises GameMissing/GameExpired, Unauthorized, StoreError.
-        Holds no lock while waiting."""
+        Every read loads the game first and settles a deadline that has passed, so that a
+        spectator's long-poll too sees the timeout without a worker. Raises
+        GameMissing/GameExpired, Unauthorized, StoreError. Holds no lock while waiting."""
         store = self.ctx.store
-        viewer = None if token is None else seat_of(self._settled(game_id)[1], token)
+        record = self._settled(game_id)[1]
+        viewer = None if token is None else seat_of(record, token)
         wait = min(wait, self.ctx.settings.long_poll_max_seconds)
         stored = store.wait_for_events(_known(game_id), after, wait) if wait > 0 else store.events(_known(game_id), after)
         shown = [rules.redact_event(event, viewer) for event in stored]

@@ -162,6 +162,7 @@ def reading_requests(game_id: str, tokens: list[str], absent: int) -> dict:
         "absent player's view": lambda c: c.get(f"/v1/games/{game_id}", headers=bearer(tokens[absent])),
         "hint": lambda c: c.get(f"/v1/games/{game_id}/hint", headers=bearer(present)),
         "player's events": lambda c: c.get(f"/v1/games/{game_id}/events", headers=bearer(present)),
+        "public events": lambda c: c.get(f"/v1/games/{game_id}/events"),
         "token re-issue": lambda c: c.post(f"/v1/games/{game_id}/players/{1 - absent}/token",
                                            headers={"X-API-Key": API_KEY}),
         "layoff dry run": lambda c: c.post(f"/v1/games/{game_id}/layoff?dry_run=true", headers=bearer(present)),
@@ -169,7 +170,7 @@ def reading_requests(game_id: str, tokens: list[str], absent: int) -> dict:
 
 
 REQUESTS = ["public view", "present player's view", "absent player's view", "hint", "player's events",
-            "token re-issue", "layoff dry run"]
+            "public events", "token re-issue", "layoff dry run"]
 
 
 @pytest.mark.parametrize("request_name", REQUESTS)
