@@ -242,6 +242,7 @@ def test_creation_needs_the_api_key_when_configured(redis_url, key_prefix):
     assert_problem(client.post("/v1/games", json=body, headers={"X-API-Key": "k-one, k-two"}), 401, "unauthorized")
     # The key is checked before the body: a stranger learns nothing about the schema.
     assert_problem(client.post("/v1/games", json={}, headers={"X-API-Key": "wrong"}), 401, "unauthorized")
+    assert_problem(client.post("/v1/games", json={}), 401, "unauthorized")  # ... and so is its absence
     assert client.post("/v1/games", json=body, headers={"X-API-Key": "k-two"}).status_code == 201
     store_of(app).close()
 
