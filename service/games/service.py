@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import functools
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from typing import TypeVar
@@ -111,13 +112,27 @@ class GameService:
         Every read loads the game first and settles a deadline that has passed, so that a
         spectator's long-poll too sees the timeout without a worker. Raises
         GameMissing/GameExpired, Unauthorized, StoreError. Holds no lock while waiting."""
-        store = self.ctx.store
         record = self._settled(game_id)[1]
         viewer = None if token is None else seat_of(record, token)
         wait = min(wait, self.ctx.settings.long_poll_max_seconds)
-        stored = store.wait_for_events(_known(game_id), after, wait) if wait > 0 else store.events(_known(game_id), after)
+        stored = self._events_within(game_id, record.match, after, wait)
         shown = [rules.redact_event(event, viewer) for event in stored]
         return {"events": shown, "last_seq": shown[-1]["seq"] if shown else after}
+
+    def _events_within(self, game_id: str, match: rules.Match, after: int, wait: float) -> list[str]:
+        """The stored events after ``after``, waiting up to ``wait`` s while there are none.
+
+        A turn deadline that passes during the wait is settled when it passes, so the waiter
+        is answered with the timeout even when no worker runs."""
+        store, ends = self.ctx.store, time.monotonic() + wait
+        while (left := ends - time.monotonic()) > 0:
+            deadline = deadline_of(match)
+            due_in = left if deadline is None else max(deadline - self.ctx.now(), 0.0)
+            stored = store.wait_for_events(_known(game_id), after, min(left, due_in))
+            if stored or due_in >= left:
+                return stored
+            match = self._settled(game_id)[1].match
+        return store.events(_known(game_id), after)
 
     @_counts_store_errors
     def act(self, game_id: str, token: str, action: rules.Action, retry: Retry) -> Reply:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import random
 import threading
+import time
 
 import pytest
 from redis import Redis
@@ -193,6 +194,35 @@ def test_a_missed_turn_is_played_by_any_request_that_loads_the_game(app, clock, 
     shown = view(app, game_id)
     assert [p["timeouts"] for p in shown["players"]] == list(after.timeouts)
     assert shown["hand"]["deadline"] == rules.iso_time(START + 2 * TURN)
+
+
+class RunningClock(Clock):
+    """The service's clock set ahead and then running at the real pace, for a wait that spans a deadline."""
+
+    def __init__(self, now: float):
+        super().__init__(now)
+        self.started = time.monotonic()
+
+    def __call__(self) -> float:
+        return self.now + time.monotonic() - self.started
+
+
+@pytest.mark.parametrize("token_of", ["spectator", "present player"])
+def test_a_long_poll_waiting_when_the_deadline_passes_is_answered_with_the_timeout(app, clock, token_of):
+    game_id, tokens = create(app)
+    shown = view(app, game_id)
+    absent = shown["hand"]["turn"]
+    token = tokens[1 - absent] if token_of == "present player" else None
+    seen = app.test_client().get(f"/v1/games/{game_id}/events", headers=bearer(token)).get_json()["last_seq"]
+    app.extensions[EXTENSION].games.ctx.clock = RunningClock(START + TURN - 0.5)  # due in half a second
+    started = time.monotonic()
+    response = app.test_client().get(f"/v1/games/{game_id}/events?after={seen}&wait=10",
+                                     headers=bearer(token))
+    waited = time.monotonic() - started
+    assert response.status_code == 200, response.get_json()
+    assert "timeout" in [event["type"] for event in response.get_json()["events"]]
+    assert 0.4 < waited < 5  # answered at the deadline, not at the end of the wait
+    assert stored_match(store_of(app), game_id).timeouts[absent] == 1
 
 
 def test_nothing_is_played_before_the_deadline(app, clock):
