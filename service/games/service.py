@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import functools
+import random
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -30,6 +31,10 @@ from service.tokens import hash_token
 Method = TypeVar("Method", bound=Callable)
 # A lost compare-and-set of a change that retries on its own (a settlement, a rematch mark).
 RETRIES = 3
+# Long-polls that wait across a turn deadline wake spread over this many seconds after it, so
+# that thousands of them on one game do not all race to settle it: the first one's save wakes
+# the others with the timeout.
+SETTLE_SPREAD = 0.25
 
 
 def _counts_store_errors(method: Method) -> Method:
@@ -127,7 +132,9 @@ class GameService:
         store, ends = self.ctx.store, time.monotonic() + wait
         while (left := ends - time.monotonic()) > 0:
             deadline = deadline_of(match)
-            due_in = left if deadline is None else max(deadline - self.ctx.now(), 0.0)
+            due_in = left
+            if deadline is not None:
+                due_in = max(deadline - self.ctx.now(), 0.0) + random.uniform(0, SETTLE_SPREAD)
             stored = store.wait_for_events(_known(game_id), after, min(left, due_in))
             if stored or due_in >= left:
                 return stored

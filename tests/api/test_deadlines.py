@@ -406,3 +406,53 @@ def test_racing_threads_settle_a_timeout_once(redis_url, key_prefix):
     finally:
         for a in apps:
             store_of(a).close()
+
+
+class CountingStore:
+    """The real store, counting the loads and the saves tried (won or lost)."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.loads = self.saves = 0
+
+    def load(self, *args, **kwargs):
+        self.loads += 1
+        return self.inner.load(*args, **kwargs)
+
+    def save(self, *args, **kwargs):
+        self.saves += 1
+        return self.inner.save(*args, **kwargs)
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
+
+
+def test_long_polls_waiting_across_a_deadline_do_not_all_race_to_settle_it(redis_url, key_prefix):
+    """Fifty spectators' long-polls span the deadline: all get the timeout, few try to save it."""
+    store = CountingStore(store_from_url(redis_url, key_prefix))
+    app = build_app(store, REDIS_URL=redis_url, KEY_PREFIX=key_prefix)
+    try:
+        clocked(app)
+        game_id, _ = create(app)
+        seen = app.test_client().get(f"/v1/games/{game_id}/events").get_json()["last_seq"]
+        app.extensions[EXTENSION].games.ctx.clock = RunningClock(START + TURN - 0.5)
+        answers = []
+
+        def follow():
+            answers.append(app.test_client().get(f"/v1/games/{game_id}/events?after={seen}&wait=10").get_json())
+
+        threads = [threading.Thread(target=follow) for _ in range(50)]
+        for thread in threads:
+            thread.start()
+        time.sleep(0.3)  # every long-poll has loaded the game and waits (the deadline is 0.2 s away)
+        store.loads = 0
+        for thread in threads:
+            thread.join(15)
+        assert len(answers) == 50
+        assert all("timeout" in [event["type"] for event in answer["events"]] for answer in answers)
+        assert replayed(app, game_id).counts["timeout"] == 1
+        print(f"50 long-polls across the deadline: {store.loads} loads, {store.saves} saves tried")
+        # Racing at the deadline, each would load the game (often twice) and many would try to save.
+        assert store.loads <= 20 and store.saves <= 5
+    finally:
+        store.close()
