@@ -5,7 +5,7 @@
 | REDIS_URL | unset → ``memory://`` | where games live; ``memory://`` keeps them in this process only |
 | KEY_PREFIX | ``ginrummy:`` | prefix of every Redis key this service writes |
 | GAME_TTL_SECONDS | 604800 (7 days) | a game expires this long after its last move |
-| UNSTARTED_GAME_TTL_SECONDS | 3600 (1 h) | a game that no person has moved in yet expires this soon |
+| UNSTARTED_GAME_TTL_SECONDS | 3600 (1 h) | a game that no person has moved in yet expires this soon (after its first deadline, when timed) |
 | GAME_TOMBSTONE_SECONDS | 2592000 (30 days) | how long an expired game answers 410 (then 404) |
 | MAX_EVENTS_PER_GAME | 5000 | events kept per game; the oldest go first |
 | IDEMPOTENCY_TTL_SECONDS | 86400 (24 h) | how long a response is kept under its Idempotency-Key |

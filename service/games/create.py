@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 from service import ids, rules
 from service.games import flow
-from service.games.commit import effects_of
+from service.games.commit import deadline_of, effects_of
 from service.games.context import Context
 from service.games.errors import NotAllowed, TooMany, Unauthorized, Unprocessable
 from service.games.record import Record, Seat
@@ -134,12 +134,21 @@ def store_new(ctx: Context, game_id: str, record: Record, events: list[rules.Eve
     """Store a ``started`` match under ``game_id``.
 
     Returns None when it was stored, or (the record already there, its fingerprint)."""
-    effects = effects_of(ctx, game_id, record, events, None, ctx.settings.unstarted_game_ttl_seconds,
+    effects = effects_of(ctx, game_id, record, events, None, unstarted_ttl(ctx, record.match),
                          index_add=tuple(record.players()))
     found = ctx.store.create(game_id, record.dump(), record.match.version, effects, fingerprint, record.created_at_ms)
     if found is None:
         return None
     return Record.parse(found.state), found.fingerprint
+
+
+def unstarted_ttl(ctx: Context, match: rules.Match) -> int:
+    """How long a match nobody has moved in is kept: ``unstarted_game_ttl_seconds``, counted
+    from the first turn's deadline when turns are timed, so that a player who takes the whole
+    of a long turn finds the match, and a missed turn is played rather than the match dropped."""
+    deadline = deadline_of(match)
+    waiting = 0 if deadline is None else max(math.ceil(deadline - ctx.now()), 0)
+    return waiting + ctx.settings.unstarted_game_ttl_seconds
 
 
 def rematch_record(ctx: Context, old: Record, new_id: str) -> tuple[Record, list[rules.Event], list[str | None]]:

@@ -121,6 +121,17 @@ def test_untimed_games_have_no_deadline_and_no_schedule(app, clock, redis_client
     assert view(app, game_id)["players"][seat]["timeouts"] == 0
 
 
+UNSTARTED_TTL = 3600  # UNSTARTED_GAME_TTL_SECONDS' default
+
+
+@pytest.mark.parametrize("seconds", [None, 10, 86400])
+def test_a_match_nobody_moved_in_is_kept_until_well_after_its_first_deadline(app, clock, redis_client, key_prefix,
+                                                                              seconds):
+    game_id, _ = create(app, turn_seconds=seconds)
+    kept = redis_client.ttl(game_keys(key_prefix, game_id).state)
+    assert UNSTARTED_TTL - 5 <= kept - (seconds or 0) <= UNSTARTED_TTL
+
+
 # --- the deadline in the view and in the schedule ---------------------------------------------
 
 def test_the_deadline_follows_the_turn_and_is_scheduled(app, clock, redis_client, key_prefix):
