@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from service import rules
 from service.rules.melds import melded_mask
 
-from .evaluation import FULL_STOCK, OUT_WEIGHT, VALUE, draws_left, indices, outs_to_knock_and_gin, potential
+from .evaluation import FULL_STOCK, OUT_WEIGHT, VALUE, draws_left, indices, next_draw, potential
 from .knowledge import COMPLETIONS, Knowledge
 
 DISCARD_NAMES = (
@@ -28,6 +28,9 @@ DISCARD_NAMES = (
     "frag_n",          # loose cards with a live card that would meld them with another loose card
     "card_value",      # the discard's own value, in tens of points
     "dead_le_limit",   # 1 when the hand could knock now
+    "dead_theirs",     # deadwood (in tens) times the cards the opponent surely holds
+    "after1", "after1_sf",  # the mean least deadwood after the next stock draw, in tens
+    "loose_danger_max", "loose_danger_min", "loose_danger_sum",  # the danger of the loose cards kept
 )
 # Above this deadwood the chance of gin after one draw counts as 0 (it takes two or more loose
 # cards fixed by one draw and one discard: rare). The weights were fitted with this cut.
@@ -56,17 +59,21 @@ def hand_features(hand: int, discarded: int, knowledge: Knowledge, context: Disc
     deadwood, melded = melded_mask(hand)
     loose = hand & ~melded
     pot = potential(loose, knowledge, OUT_WEIGHT)
-    knock_outs, gin_outs = outs_to_knock_and_gin(hand, knowledge, context.knock_limit)
+    knock_outs, gin_outs, after = next_draw(hand, knowledge, context.knock_limit)
+    after1 = after / context.stock_odds / 10.0
     knock1 = knock_outs / context.stock_odds
     gin1 = gin_outs / context.stock_odds if deadwood <= GIN_REACH else 0.0
     danger = knowledge.danger(discarded)
     live = knowledge.live
     loose_n = loose_max = frag_n = 0
+    dangers = []
     for index in indices(loose):
+        dangers.append(knowledge.danger(index))
         loose_n += 1
         loose_max = max(loose_max, VALUE[index])
         if any((loose >> a & 1 and live[b] > 0) or (loose >> b & 1 and live[a] > 0) for a, b in COMPLETIONS[index]):
             frag_n += 1
     return [deadwood / 10.0, pot, pot * sf, knock1, knock1 * sf, gin1, danger, danger * sf, danger * context.theirs,
             loose_n, loose_max / 10.0, deadwood * sf / 10.0, frag_n, VALUE[discarded] / 10.0,
-            1.0 if deadwood <= context.knock_limit else 0.0]
+            1.0 if deadwood <= context.knock_limit else 0.0, deadwood / 10.0 * context.theirs, after1, after1 * sf,
+            max(dangers, default=0.0), min(dangers, default=0.0), sum(dangers)]

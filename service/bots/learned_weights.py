@@ -1,6 +1,6 @@
 """The fitted weights of the strong bot's discard value, in the order of
-learned_features.DISCARD_NAMES: ridge regression (penalty 10) within each decision, on 6,536
-discard decisions of 1,200 seeded first hands (bench/learn_discards.py has how, and how to fit
+learned_features.DISCARD_NAMES: ridge regression (penalty 10) within each decision, on 33,605
+discard decisions of 6,317 seeded first hands (bench/learn_discards.py has how, and how to fit
 them again)."""
-DISCARD_WEIGHTS = (-5.9368, 0.2976, 0.2653, 3.4036, 5.6082, 3.856, -8.2555, 7.1141, -0.576, -2.7289, 0.9073,
-                   3.1244, 0.1987, -0.2031, -0.2869)
+DISCARD_WEIGHTS = (-0.6188, -0.8848, 1.3858, -4.3457, 20.2607, 13.6693, -9.6817, 8.2753, -1.0459, -0.9974, -5.0415,
+                   8.7851, 0.0828, -0.6155, -1.5639, -1.4288, -7.5571, -1.1141, -0.3343, -1.8502, -0.1362)

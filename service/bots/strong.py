@@ -4,10 +4,11 @@ learned value.
 
 The standard ranking (hand value plus danger) shortlists five discards; each is scored by a
 linear value of the hand it leaves (learned_features.py: deadwood, the partial melds' potential,
-the chance that the next stock draw lets the hand knock or go gin, the discard's danger, its
-loose cards), with weights fitted offline (learned_weights.py, bench/learn_discards.py): at
-strong's discards in 1,200 seeded hands, every shortlisted card was played out to the end of
-the hand on the same deal, and the weights regress the differences in net points between them.
+the chance that the next stock draw lets the hand knock or go gin, the mean deadwood after that
+draw, the discard's danger and that of the loose cards kept, its loose cards), with weights
+fitted offline (learned_weights.py, bench/learn_discards.py): at strong's discards in 6,317
+seeded hands, every shortlisted card was played out to the end of the hand on the same deal,
+and the weights regress the differences in net points between them.
 """
 from __future__ import annotations
 
