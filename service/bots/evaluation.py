@@ -80,24 +80,20 @@ def outs_to(hand: int, knowledge: Knowledge, deadwood: int) -> float:
     return sum(live[index] for index in indices(candidates) if best_discard_mask(hand | 1 << index)[0] <= deadwood)
 
 
-def outs_to_knock_and_gin(hand: int, knowledge: Knowledge, knock_limit: int) -> tuple[float, float]:
-    """``outs_to(hand, knowledge, knock_limit)`` and ``outs_to(hand, knowledge, 0)`` (the same
-    sums, in the same order) with one solver call per unseen card instead of up to two."""
-    return next_draw(hand, knowledge, knock_limit)[:2]
-
-
 def next_draw(hand: int, knowledge: Knowledge, knock_limit: int) -> tuple[float, float, float]:
-    """``outs_to_knock_and_gin(hand, knowledge, knock_limit)`` and, in the same pass, the least
-    deadwood after the next draw and the best discard, summed over the unseen cards weighted by
-    the chance that the stock holds them (divide by the sum of those chances for the mean)."""
+    """What the next stock draw may do for a 10-card hand, in one solver call per unseen card:
+    ``outs_to(hand, knowledge, knock_limit)`` and ``outs_to(hand, knowledge, 0)`` (the same
+    sums, in the same order), and the least deadwood after that draw and the best discard,
+    summed over the unseen cards weighted by the chance that the stock holds them (divide by
+    the sum of those chances for the mean)."""
     live, near = knowledge.live, touching(hand)
-    least = melded_mask(hand)[0]
     knock = gin = after = 0.0
     for index in indices(knowledge.unseen):
+        # The best discard may be the card drawn: never more than the hand's deadwood now.
         deadwood = best_discard_mask(hand | 1 << index)[0]
         if deadwood <= knock_limit:
             knock += live[index]
         if deadwood == 0 and near >> index & 1:
             gin += live[index]
-        after += live[index] * min(least, deadwood)
+        after += live[index] * deadwood
     return knock, gin, after

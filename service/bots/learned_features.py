@@ -65,15 +65,14 @@ def hand_features(hand: int, discarded: int, knowledge: Knowledge, context: Disc
     gin1 = gin_outs / context.stock_odds if deadwood <= GIN_REACH else 0.0
     danger = knowledge.danger(discarded)
     live = knowledge.live
-    loose_n = loose_max = frag_n = 0
+    loose_max = frag_n = 0
     dangers = []
     for index in indices(loose):
         dangers.append(knowledge.danger(index))
-        loose_n += 1
         loose_max = max(loose_max, VALUE[index])
         if any((loose >> a & 1 and live[b] > 0) or (loose >> b & 1 and live[a] > 0) for a, b in COMPLETIONS[index]):
             frag_n += 1
     return [deadwood / 10.0, pot, pot * sf, knock1, knock1 * sf, gin1, danger, danger * sf, danger * context.theirs,
-            loose_n, loose_max / 10.0, deadwood * sf / 10.0, frag_n, VALUE[discarded] / 10.0,
+            len(dangers), loose_max / 10.0, deadwood * sf / 10.0, frag_n, VALUE[discarded] / 10.0,
             1.0 if deadwood <= context.knock_limit else 0.0, deadwood / 10.0 * context.theirs, after1, after1 * sf,
             max(dangers, default=0.0), min(dangers, default=0.0), sum(dangers)]
