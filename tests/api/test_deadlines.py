@@ -14,6 +14,7 @@ from redis import Redis
 from service import rules
 from service.api.context import EXTENSION
 from service.store import store_from_url
+from service.store.base import StoreError
 from service.store.keys import game_keys
 from tests.api.checks import ACTIONS, LogReplay, person_move, stored_events, stored_match
 from tests.api.conftest import build_app
@@ -420,14 +421,18 @@ def test_racing_threads_settle_a_timeout_once(redis_url, key_prefix):
 
 
 class CountingStore:
-    """The real store, counting the loads and the saves tried (won or lost)."""
+    """The real store, counting the loads and the saves tried (won or lost); with ``down``, every
+    load fails as a Redis that went away would."""
 
     def __init__(self, inner):
         self.inner = inner
         self.loads = self.saves = 0
+        self.down = False
 
     def load(self, *args, **kwargs):
         self.loads += 1
+        if self.down:
+            raise StoreError("the store is unreachable")
         return self.inner.load(*args, **kwargs)
 
     def save(self, *args, **kwargs):
@@ -438,32 +443,53 @@ class CountingStore:
         return getattr(self.inner, name)
 
 
-def test_long_polls_waiting_across_a_deadline_do_not_all_race_to_settle_it(redis_url, key_prefix):
-    """Fifty spectators' long-polls span the deadline: all get the timeout, few try to save it."""
+@pytest.fixture
+def counted(redis_url, key_prefix):
+    """An app on a CountingStore, its clock due to reach the first deadline of its match in half
+    a second, and that match: (app, store, game id, the last event's number)."""
     store = CountingStore(store_from_url(redis_url, key_prefix))
     app = build_app(store, REDIS_URL=redis_url, KEY_PREFIX=key_prefix)
-    try:
-        clocked(app)
-        game_id, _ = create(app)
-        seen = app.test_client().get(f"/v1/games/{game_id}/events").get_json()["last_seq"]
-        app.extensions[EXTENSION].games.ctx.clock = RunningClock(START + TURN - 0.5)
-        answers = []
+    clocked(app)
+    game_id, _ = create(app)
+    seen = app.test_client().get(f"/v1/games/{game_id}/events").get_json()["last_seq"]
+    app.extensions[EXTENSION].games.ctx.clock = RunningClock(START + TURN - 0.5)
+    yield app, store, game_id, seen
+    store.close()
 
-        def follow():
-            answers.append(app.test_client().get(f"/v1/games/{game_id}/events?after={seen}&wait=10").get_json())
 
-        threads = [threading.Thread(target=follow) for _ in range(50)]
-        for thread in threads:
-            thread.start()
-        time.sleep(0.3)  # every long-poll has loaded the game and waits (the deadline is 0.2 s away)
-        store.loads = 0
-        for thread in threads:
-            thread.join(15)
-        assert len(answers) == 50
-        assert all("timeout" in [event["type"] for event in answer["events"]] for answer in answers)
-        assert replayed(app, game_id).counts["timeout"] == 1
-        print(f"50 long-polls across the deadline: {store.loads} loads, {store.saves} saves tried")
-        # Racing at the deadline, each would load the game (often twice) and many would try to save.
-        assert store.loads <= 20 and store.saves <= 5
-    finally:
-        store.close()
+def test_long_polls_waiting_across_a_deadline_do_not_all_race_to_settle_it(counted):
+    """Fifty spectators' long-polls span the deadline: all get the timeout, few try to save it."""
+    app, store, game_id, seen = counted
+    answers = []
+
+    def follow():
+        answers.append(app.test_client().get(f"/v1/games/{game_id}/events?after={seen}&wait=10").get_json())
+
+    threads = [threading.Thread(target=follow) for _ in range(50)]
+    for thread in threads:
+        thread.start()
+    time.sleep(0.3)  # every long-poll has loaded the game and waits (the deadline is 0.2 s away)
+    store.loads = 0
+    for thread in threads:
+        thread.join(15)
+    assert len(answers) == 50
+    assert all("timeout" in [event["type"] for event in answer["events"]] for answer in answers)
+    assert replayed(app, game_id).counts["timeout"] == 1
+    print(f"50 long-polls across the deadline: {store.loads} loads, {store.saves} saves tried")
+    # Racing at the deadline, each would load the game (often twice) and many would try to save.
+    assert store.loads <= 20 and store.saves <= 5
+
+
+def test_a_store_failing_when_a_waiting_long_poll_settles_the_deadline_is_503(counted):
+    app, store, game_id, seen = counted
+    answers = []
+    waiter = threading.Thread(target=lambda: answers.append(
+        app.test_client().get(f"/v1/games/{game_id}/events?after={seen}&wait=10")))
+    waiter.start()
+    time.sleep(0.2)  # it has loaded the game and waits for the deadline
+    store.down = True
+    waiter.join(15)
+    assert_problem(answers[0], 503, "store_unavailable")
+    assert store.saves == 0
+    store.down = False
+    assert stored_match(store_of(app), game_id).timeouts == (0, 0)
