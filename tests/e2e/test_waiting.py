@@ -261,24 +261,30 @@ def new_game(port: int) -> tuple[str, int]:
     return game
 
 
-def test_a_client_that_hangs_up_frees_its_slot_at_once(one_worker) -> None:
-    game_id, last_seq = new_game(one_worker.port)
-    waiting = f"/v1/games/{game_id}/events?after={last_seq}&wait=30"
-    probing = f"/v1/games/{game_id}/events?after={last_seq}&wait=1"
+def test_a_client_that_hangs_up_frees_its_slot_at_once(one_worker, redis_url, test_prefix) -> None:
+    # The two long-polls that hang up wait on games of their own, so that each one's
+    # subscription shows it holds its slot: a probe sent before both hold theirs could take a
+    # slot first and have one of them refused, and nothing would then fill both slots.
+    held, probed = [new_game(one_worker.port) for _ in range(2)], new_game(one_worker.port)
+
+    def path(game: tuple[str, int], wait: int) -> str:
+        return f"/v1/games/{game[0]}/events?after={game[1]}&wait={wait}"
 
     async def probe() -> int:
         connection = Connection(one_worker.port)
         try:
-            return (await connection.request("GET", probing)).status
+            return (await connection.request("GET", path(probed, 1))).status
         finally:
             connection.close()
 
     async def hang_up() -> float:
-        hung = [Connection(one_worker.port) for _ in range(2)]
-        for connection in hung:
-            await connection.send("GET", waiting)
-        while await probe() != 503:  # both slots are taken once a third long-poll is refused
-            pass
+        hung = [Connection(one_worker.port) for _ in held]
+        for connection, game in zip(hung, held):
+            await connection.send("GET", path(game, 30))
+        with redis.Redis.from_url(redis_url) as client:
+            while any(subscribers(client, f"{test_prefix}{{{game_id}}}:n") == 0 for game_id, _ in held):
+                await asyncio.sleep(0.005)  # both hold a slot once subscribed
+        assert await probe() == 503  # both slots are taken
         for connection in hung:
             connection.close()
         closed = time.monotonic()
@@ -289,7 +295,7 @@ def test_a_client_that_hangs_up_frees_its_slot_at_once(one_worker) -> None:
             await asyncio.sleep(0.005)
         return float("inf")
 
-    freed = asyncio.run(hang_up())
+    freed = asyncio.run(asyncio.wait_for(hang_up(), timeout=60))
     print(f"\nhang-up: a slot was free again {freed * 1000:.0f} ms after the clients closed")
     assert freed < 0.5
 
