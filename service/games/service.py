@@ -139,6 +139,11 @@ class GameService:
             if stored or due_in >= left:
                 return stored
             match = self._settled(game_id)[1].match
+            # The timeout's events are read without taking a long-poll slot again: with every
+            # slot taken meanwhile, the waiter would be refused what it waited for.
+            stored = store.events(_known(game_id), after)
+            if stored:
+                return stored
         return store.events(_known(game_id), after)
 
     @_counts_store_errors

@@ -16,6 +16,7 @@ from service.api.context import EXTENSION
 from service.store import store_from_url
 from service.store.base import StoreError
 from service.store.keys import game_keys
+from service.store.notify import LongPollCapacity
 from tests.api.checks import ACTIONS, LogReplay, person_move, stored_events, stored_match
 from tests.api.conftest import build_app
 from tests.api.support import API_KEY, store_of
@@ -421,13 +422,15 @@ def test_racing_threads_settle_a_timeout_once(redis_url, key_prefix):
 
 
 class CountingStore:
-    """The real store, counting the loads and the saves tried (won or lost); with ``down``, every
-    load fails as a Redis that went away would."""
+    """The real store, counting the loads, the saves tried (won or lost) and the long-polls'
+    waits; with ``down``, every load fails as a Redis that went away would; beyond
+    ``wait_slots`` waits, a wait is refused as a process with every slot taken refuses it."""
 
     def __init__(self, inner):
         self.inner = inner
-        self.loads = self.saves = 0
+        self.loads = self.saves = self.waits = 0
         self.down = False
+        self.wait_slots: int | None = None
 
     def load(self, *args, **kwargs):
         self.loads += 1
@@ -438,6 +441,12 @@ class CountingStore:
     def save(self, *args, **kwargs):
         self.saves += 1
         return self.inner.save(*args, **kwargs)
+
+    def wait_for_events(self, *args, **kwargs):
+        self.waits += 1
+        if self.wait_slots is not None and self.waits > self.wait_slots:
+            raise LongPollCapacity(self.wait_slots)
+        return self.inner.wait_for_events(*args, **kwargs)
 
     def __getattr__(self, name: str):
         return getattr(self.inner, name)
@@ -493,3 +502,14 @@ def test_a_store_failing_when_a_waiting_long_poll_settles_the_deadline_is_503(co
     assert store.saves == 0
     store.down = False
     assert stored_match(store_of(app), game_id).timeouts == (0, 0)
+
+
+def test_a_long_poll_answered_with_the_timeout_takes_no_second_slot(counted):
+    """Every slot is taken by others once the waiter wakes at the deadline: it is still
+    answered with the timeout it waited for, not refused."""
+    app, store, game_id, seen = counted
+    store.wait_slots = 1
+    response = app.test_client().get(f"/v1/games/{game_id}/events?after={seen}&wait=10")
+    assert response.status_code == 200, response.get_json()
+    assert "timeout" in [event["type"] for event in response.get_json()["events"]]
+    assert store.waits == 1
