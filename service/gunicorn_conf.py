@@ -31,6 +31,7 @@ body and RESPONSE_SEND_TIMEOUT_SECONDS for the client to take each part of its a
 """
 from __future__ import annotations
 
+import atexit
 import gc
 import http
 import importlib
@@ -59,9 +60,6 @@ FULL_COLLECTION_EVERY = 100_000
 # variable, so the master sets it before any worker exists, and never imports
 # prometheus_client earlier itself.
 METRICS_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"
-
-# The directory on_starting made (None: the environment named one), for on_exit to remove.
-_made_metrics_dir: Path | None = None
 
 # cgroup v2 exposes the container's CPU limit here as "<quota> <period>" or "max <period>".
 CGROUP_CPU_MAX = Path("/sys/fs/cgroup/cpu.max")
@@ -206,14 +204,16 @@ def on_starting(server) -> None:
     raise the open-files limit for the workers' connections, import the app's modules.
 
     A directory named in the environment is created if needed and emptied (files left by a
-    previous run would be added to this run's figures); otherwise a fresh one is made."""
-    global _made_metrics_dir
+    previous run would be added to this run's figures); otherwise a fresh one is made, and
+    removed when the master exits, even when gunicorn exits before serving (a port already
+    bound), which runs no on_exit hook."""
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     directory = os.environ.get(METRICS_DIR_ENV)
     if not directory:
-        _made_metrics_dir = Path(tempfile.mkdtemp(prefix="ginrummy-metrics-"))
-        os.environ[METRICS_DIR_ENV] = str(_made_metrics_dir)
+        made = tempfile.mkdtemp(prefix="ginrummy-metrics-")
+        os.environ[METRICS_DIR_ENV] = made
+        atexit.register(_remove_in_process, made, os.getpid())
     else:
         path = Path(directory)
         path.mkdir(parents=True, exist_ok=True)
@@ -257,10 +257,11 @@ def child_exit(server, worker) -> None:
     retire_process(worker.pid)
 
 
-def on_exit(server) -> None:
-    """Remove the metrics directory if on_starting made it."""
-    if _made_metrics_dir is not None:
-        shutil.rmtree(_made_metrics_dir, ignore_errors=True)
+def _remove_in_process(directory: str, owner: int) -> None:
+    """Remove ``directory`` when the process exiting is ``owner``: workers forked from the
+    master inherit its exit handlers and exit while the master still serves."""
+    if os.getpid() == owner:
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 # Gunicorn answers requests it cannot parse (a request line over its limit, a malformed

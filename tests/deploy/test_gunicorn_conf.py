@@ -6,6 +6,7 @@ import http.client
 import json
 import os
 import signal
+import socket
 import subprocess
 import time
 from collections.abc import Callable
@@ -16,7 +17,7 @@ import requests
 
 from service import gunicorn_conf
 from tests.deploy.support import INERT_APP, REPO, gunicorn_settings, image_command, tool
-from tests.gunicorn_server import GunicornServer
+from tests.gunicorn_server import SERVICE_CONFIG, GunicornServer, gunicorn_executable
 
 
 def test_defaults_in_an_empty_environment() -> None:
@@ -118,22 +119,8 @@ def test_a_named_metrics_directory_is_created_and_emptied_at_start(tmp_path, mon
     directory.mkdir()
     (directory / "counter_4242.db").write_bytes(b"left by the previous run")
     monkeypatch.setenv(gunicorn_conf.METRICS_DIR_ENV, str(directory))
-    monkeypatch.setattr(gunicorn_conf, "_made_metrics_dir", None)
     gunicorn_conf.on_starting(server=None)
     assert directory.is_dir() and list(directory.iterdir()) == []
-    gunicorn_conf.on_exit(server=None)
-    assert directory.is_dir()  # not ours to remove
-
-
-def test_without_a_named_directory_one_is_made_for_the_run_and_removed(monkeypatch) -> None:
-    # Empty counts as unset; setenv (unlike delenv of an absent variable) restores afterwards.
-    monkeypatch.setenv(gunicorn_conf.METRICS_DIR_ENV, "")
-    monkeypatch.setattr(gunicorn_conf, "_made_metrics_dir", None)
-    gunicorn_conf.on_starting(server=None)
-    made = Path(os.environ[gunicorn_conf.METRICS_DIR_ENV])
-    assert made.is_dir() and list(made.iterdir()) == []
-    gunicorn_conf.on_exit(server=None)
-    assert not made.exists()
 
 
 def probe_app(environ, start_response):
@@ -212,3 +199,41 @@ def test_a_kept_alive_connection_is_closed_after_its_share_of_requests(probed: G
             assert response.getheader("Connection", "keep-alive").lower() == expected, number
     finally:
         connection.close()
+
+
+def made_metrics_dirs(temp: Path) -> list[Path]:
+    return list(temp.glob("ginrummy-metrics-*"))
+
+
+@pytest.fixture
+def temp(tmp_path) -> Path:
+    """An empty TMPDIR for the gunicorn a test starts, where the metrics directory is made."""
+    made = tmp_path / "tmp"
+    made.mkdir()
+    return made
+
+
+def test_a_metrics_directory_made_for_the_run_outlives_workers_and_goes_with_the_master(tmp_path, temp) -> None:
+    server = GunicornServer(tmp_path / "made", {gunicorn_conf.METRICS_DIR_ENV: "", "TMPDIR": str(temp)},
+                            workers=2, app=f"{__name__}:probe_app").start()
+    try:
+        assert len(made_metrics_dirs(temp)) == 1
+        before = wait_for_workers(server, lambda pids: len(pids) == 2)
+        os.kill(min(before), signal.SIGTERM)  # a worker ends as a recycled one does
+        wait_for_workers(server, lambda pids: len(pids) == 2 and min(before) not in pids)
+        assert len(made_metrics_dirs(temp)) == 1
+    finally:
+        server.stop()
+    assert made_metrics_dirs(temp) == []
+
+
+def test_a_metrics_directory_made_for_the_run_is_removed_when_the_port_is_taken(temp) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        environment = {"PATH": f"{Path(gunicorn_executable()).parent}:/usr/bin:/bin", "HOST": "127.0.0.1",
+                       "PORT": str(taken.getsockname()[1]), gunicorn_conf.METRICS_DIR_ENV: "", "TMPDIR": str(temp)}
+        ended = subprocess.run([gunicorn_executable(), "-c", SERVICE_CONFIG, f"{__name__}:probe_app"], cwd=REPO,
+                               env=environment, capture_output=True, timeout=60)
+    assert ended.returncode != 0 and b"in use" in ended.stderr, ended.stderr[-2000:]
+    assert made_metrics_dirs(temp) == []

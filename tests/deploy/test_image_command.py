@@ -106,7 +106,7 @@ def service(tmp_path, redis_url: str, key_prefix: str) -> Iterator[Service]:
         yield running
     finally:
         if process.poll() is None:
-            process.terminate()  # graceful, so that gunicorn's on_exit cleans up after itself
+            process.terminate()  # graceful, so that the master removes what it made (its metrics directory)
             try:
                 process.wait(timeout=STARTUP_TIMEOUT)
             except subprocess.TimeoutExpired:
