@@ -193,3 +193,14 @@ def test_api_key_operations_through_the_generated_client(client, tmp_path):
         # Without the key, the same call is a typed 401 problem.
         refused = player.call("abort", game_id=game_id, client=player.as_seat("not-a-key"))
         assert isinstance(refused, m.Problem) and refused.code == "unauthorized"
+
+
+def test_an_event_of_a_type_added_later_is_parsed_not_fatal(client):
+    """docs/api.md: skip event types you do not know. The page holding one still parses, the
+    known events into their models and the new one into OtherEvent."""
+    m = importlib.import_module(f"{PACKAGE}.models")
+    draw = {"seq": 8, "type": "draw", "seat": 0, "hand": 1, "turn": 0, "bot": False, "source": "stock", "card": None}
+    later = {"seq": 9, "type": "a_later_type", "seat": None, "hand": 1, "turn": 0, "bot": False, "more": [1, 2]}
+    page = m.EventPage.from_dict({"events": [draw, later], "last_seq": 9})
+    assert [type(event).__name__ for event in page.events] == ["DrawEvent", "OtherEvent"]
+    assert page.events[1].type_ == "a_later_type" and page.events[1]["more"] == [1, 2]

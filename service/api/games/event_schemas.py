@@ -6,6 +6,8 @@ Each schema holds the fields every event has (``seq``, ``type``, ``seat``, ``han
 for the viewers who may not see it), then its secret-only fields (present only for the seats
 that may see them). ``type`` is a one-value enum per schema, so exactly one schema of the
 ``oneOf`` accepts an event, and a client that tries the schemas in turn picks the right one.
+``OtherEvent``, last, accepts only types not listed, so that such a client parses an event of
+a type added later instead of failing on the page that holds it.
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from service.rules import EVENT_TYPES, EventType
 from service.rules.events import EventSpec, Field, Kind
 
 EVENT = "Event"
+OTHER_EVENT = "OtherEvent"
 LAYOFF_ITEM = "LayoffItem"
 SUGGESTED_ACTION = "SuggestedAction"
 RESULT_PLAYER = "ResultPlayer"
@@ -91,13 +94,30 @@ def event_schema(spec: EventSpec) -> dict:
     }
 
 
+def other_event_schema() -> dict:
+    """The schema of an event whose type this version of the document does not list."""
+    return {
+        "type": "object",
+        "description": "An event of a type added after this version of the API: skip it",
+        "properties": {
+            "seq": COMMON["seq"],
+            "type": {"type": "string", "not": {"enum": [kind.value for kind in EVENT_TYPES]},
+                     "description": "What happened, named by a later version", "example": "a_later_type"},
+            **{name: COMMON[name] for name in ("seat", "hand", "turn", "bot")},
+        },
+        "required": ["seq", "type"],
+    }
+
+
 def event_components() -> dict[str, dict]:
-    """Every event type's schema and ``Event``, the union of them."""
+    """Every event type's schema, OtherEvent, and ``Event``, the union of them."""
     components = {schema_name(kind): event_schema(spec) for kind, spec in EVENT_TYPES.items()}
+    components[OTHER_EVENT] = other_event_schema()
     components[EVENT] = {
         "description": "One thing that happened, with the fields of its `type` (redacted for the viewer). "
-                       "Clients should skip events of a `type` they do not know: new types may be added.",
-        "oneOf": [schema_ref(schema_name(kind)) for kind in EVENT_TYPES],
+                       "New types may be added: clients should skip events of a `type` they do not know "
+                       "(`OtherEvent`).",
+        "oneOf": [*(schema_ref(schema_name(kind)) for kind in EVENT_TYPES), schema_ref(OTHER_EVENT)],
         "discriminator": {
             "propertyName": "type",
             "mapping": {kind.value: schema_ref(schema_name(kind))["$ref"] for kind in EVENT_TYPES},
