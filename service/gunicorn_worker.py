@@ -10,6 +10,7 @@ Named in service/gunicorn_conf.py as ``service.gunicorn_worker.Worker``.
 from __future__ import annotations
 
 import struct
+import time
 
 import gevent
 from gevent import monkey, socket
@@ -20,6 +21,11 @@ from gunicorn.workers.ggevent import GeventWorker
 # after this many requests a connection is closed (``Connection: close``) and its client
 # connects again, to whichever worker accepts first, which is the least busy one.
 MAX_REQUESTS_PER_CONNECTION = 100
+# After an answer given before the request's body was read in full (413, 408), what the client
+# still sends is read and dropped for at most this long and this much, so that it can read the
+# answer (see _linger); then the connection closes anyway.
+LINGER_SECONDS = 2.0
+LINGER_BYTES = 1 << 20
 
 
 def patch() -> None:
@@ -49,6 +55,8 @@ class Worker(GeventWorker):
       which also frees what the kernel holds for it; else the timeout is cleared once the
       answer is written.
     - A connection is closed after MAX_REQUESTS_PER_CONNECTION requests.
+    - A connection closed after an answer that left the request's body (partly) unread
+      lingers first (``_linger``).
     """
 
     @classmethod
@@ -72,6 +80,10 @@ class Worker(GeventWorker):
         except TimeoutError:
             _drop(sock)
             raise StopIteration("the client did not take its answer in time") from None
+        except StopIteration:  # gunicorn's way to say the connection closes after the answer
+            if _body_left(req):
+                _linger(sock)
+            raise
         if not self.alive:
             # Retiring: the connection would wait up to the keep-alive timeout for another
             # request, holding the exit (long-polls woken above answer with keep-alive).
@@ -87,6 +99,33 @@ class Worker(GeventWorker):
     def handle_quit(self, sig, frame) -> None:
         super().handle_quit(sig, frame)
         gevent.spawn(_stop_waiting)
+
+
+def _body_left(req) -> bool:
+    """Whether gunicorn's reader of the request's body (by length or by chunks) has not reached
+    its end."""
+    reader = getattr(getattr(req, "body", None), "reader", None)
+    return getattr(reader, "length", 0) > 0 or getattr(reader, "parser", None) is not None
+
+
+def _linger(sock) -> None:
+    """Stop sending, then read and drop what the client still sends until it closes, or for
+    LINGER_SECONDS or LINGER_BYTES. Closed with unread input, a socket sends a reset, and a
+    reset makes the client's kernel drop the answer it has not read yet: a client still
+    sending the body of a refused request would get "connection reset" instead of its 413
+    (RFC 9112, section 9.6). The bounds keep a client from holding the connection this way."""
+    deadline = time.monotonic() + LINGER_SECONDS
+    dropped = 0
+    try:
+        sock.shutdown(socket.SHUT_WR)
+        while dropped < LINGER_BYTES and (left := deadline - time.monotonic()) > 0:
+            sock.settimeout(left)
+            chunk = sock.recv(65536)
+            if not chunk:
+                return
+            dropped += len(chunk)
+    except OSError:  # the time is up, or the client is gone
+        pass
 
 
 def _drop(sock) -> None:

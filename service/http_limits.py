@@ -6,7 +6,8 @@ wait for each request's headers (its keep-alive timeout), and ``RequestDeadlines
 body: the whole body (at most MAX_CONTENT_LENGTH + 1 bytes) is read before the app runs, and
 a body that has not arrived within ``body_seconds`` is answered with 408
 ``request_timeout`` and the connection is closed, as it is after the app's 413 for a body
-over the cap, which is left (partly) unread.
+over the cap, which is left (partly) unread (the worker lingers first, reading and dropping
+what the client still sends, so that it reads its answer: service/gunicorn_worker.py).
 
 Nor may a client hold a connection by not reading: once the app has answered, the connection
 gets a socket timeout of ``send_seconds``, so every write of the answer that waits longer for
