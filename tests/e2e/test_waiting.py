@@ -211,6 +211,39 @@ def test_one_instance_holds_5000_long_polls_while_16_clients_play(own_redis, sta
     pytest.fail(f"every attempt missed a latency bar; the last: {missed}")
 
 
+async def hold_on_one_worker(port: int, redis_url: str) -> tuple[int, list[str]]:
+    """Open WAITERS long-polls at the server's pace; (held after 2 s more, answers to any)."""
+    idle_games = await create_quiet_games(port, IDLE_GAMES)
+    waiters = IdleWaiters(port, idle_games, WAITERS, wait=WAIT_SECONDS)
+    with redis.Redis.from_url(redis_url, socket_timeout=5, decode_responses=True) as client:
+        lrange_before = command_calls(client).get("lrange", 0)
+
+        def taken_up() -> int:  # a refused long-poll (503) reads no events
+            return command_calls(client).get("lrange", 0) - lrange_before + len(waiters.early)
+
+        await waiters.open(taken_up=taken_up, window=RAMP_WINDOW)
+        deadline = time.monotonic() + 60
+        while taken_up() < waiters.count:
+            assert time.monotonic() < deadline, "the server did not take up every long-poll"
+            await asyncio.sleep(0.1)
+    await asyncio.sleep(2)
+    held, early = waiters.held, [str(answer)[:200] for answer in waiters.early]
+    waiters.close()
+    return held, early
+
+
+@pytest.mark.timeout(120)
+def test_one_worker_alone_holds_what_the_instance_is_meant_to(own_redis, start_gunicorn, test_prefix) -> None:
+    # The kernel gives each new connection to whichever worker accepts first, which is seldom
+    # an even split (service/gunicorn_conf.py, DEFAULT_WORKER_CONNECTIONS): the worst split,
+    # every long-poll on one worker, must not be refused either.
+    server = start_gunicorn({"REDIS_URL": own_redis.url, "KEY_PREFIX": test_prefix, "ALLOW_ANONYMOUS_CREATE": "true",
+                             "CREATE_QUOTA_PER_MINUTE": "0"}, workers=1)
+    held, early = asyncio.run(hold_on_one_worker(server.port, own_redis.url))
+    assert early == []
+    assert held == WAITERS
+
+
 def report(figures: dict) -> str:
     return (
         f"\n5,000 long-polls on 2 workers: ramp {figures['ramp_seconds']:.1f} s; "
