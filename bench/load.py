@@ -4,13 +4,16 @@ and in the same run the ceiling of the stack (bench/baseline_app.py under the sa
     python bench/load.py [--clients 16] [--workers 2] [--seconds 20] [--scaling]
                          [--idempotency-keys] [--max-requests N] [--redis-url URL]
     python bench/load.py --profile [--moves 3000]
+    python bench/load.py --split [--moves 3000]
     python bench/load.py --callbacks [--matches 1000] [--rounds 2] [--verify-every 1] [--clients 16] [--workers 2]
 
 Prints, for the service and for the baseline: moves/s and p50/p99 latency per endpoint; the
 ratio of the two; Redis calls and round trips per move (INFO commandstats); Redis memory per
 active match (MEMORY USAGE, for state / events / idempotency responses); with --scaling the
 service's moves/s with 1 and with 2 workers. --profile plays moves in-process (Flask test
-client on Redis) under pyinstrument and prints where the time goes. --callbacks plays
+client on Redis) under pyinstrument and prints where the time goes; --split plays them
+in-process without a profiler and prints a move's time, the game service's ``act`` in it,
+and a bare Flask JSON route's. --callbacks plays
 --matches matches without webhooks and as many with every match's callback to a receiver
 on loopback and one ``ginrummy worker`` delivering, in --rounds runs of each kind in ABBA
 order (without, with, with, without, ...), and prints both moves/s and their ratio,
@@ -735,10 +738,10 @@ def machine() -> str:
            f"Python {platform.python_version()}, {platform.platform()}"
 
 
-def profile(options) -> None:
-    """Play moves in this process (Flask test client, real Redis) under pyinstrument."""
-    from pyinstrument import Profiler
-
+@contextmanager
+def in_process_player(options) -> Iterator[tuple[object, ServicePlayer]]:
+    """The app in this process on a private Redis (or --redis-url), and a warmed-up player
+    that plays through Flask's test client; its keys are deleted afterwards."""
     from service.app import create_app
 
     with tempfile.TemporaryDirectory() as directory, redis_for_bench(options.redis_url, Path(directory)) as url:
@@ -748,19 +751,86 @@ def profile(options) -> None:
         player.new_match(None)
         for _ in range(200):  # warm-up
             player.step(None)
+        try:
+            yield app, player
+        finally:
+            if options.redis_url:
+                with redis.Redis.from_url(url) as client:
+                    for key in client.scan_iter(match=f"{prefix}*"):
+                        client.delete(key)
+
+
+def play_moves(player: ServicePlayer, moves: int) -> tuple[int, float, float]:
+    """Play ``moves`` more moves: (moves played, seconds, seconds of this process's CPU)."""
+    first = player.tally.moves
+    started, cpu_started = time.perf_counter(), time.process_time()
+    while player.tally.moves - first < moves:
+        player.step(None)
+    return player.tally.moves - first, time.perf_counter() - started, time.process_time() - cpu_started
+
+
+def profile(options) -> None:
+    """Play moves in this process (Flask test client, real Redis) under pyinstrument."""
+    from pyinstrument import Profiler
+
+    with in_process_player(options) as (_, player):
         profiler = Profiler(interval=0.0005)
-        started = time.perf_counter()
         with profiler:
-            while player.tally.moves < options.moves:
-                player.step(None)
-        elapsed = time.perf_counter() - started
-        print(f"{player.tally.moves} moves in {elapsed:.2f} s in-process: {elapsed / player.tally.moves * 1000:.2f} ms "
+            moves, elapsed, _ = play_moves(player, options.moves)
+        print(f"{moves} moves in {elapsed:.2f} s in-process: {elapsed / moves * 1000:.2f} ms "
               f"per move (profiler overhead included)")
         print(profiler.output_text(unicode=True, color=False, show_all=False))
-        if options.redis_url:
-            with redis.Redis.from_url(url) as client:
-                for key in client.scan_iter(match=f"{prefix}*"):
-                    client.delete(key)
+
+
+def split(options) -> None:
+    """Where a move's time goes outside gunicorn, in this process (Flask test client, real
+    Redis): the whole request, the game service's ``act`` inside it, and a bare Flask JSON
+    route answering a body of a move's size through the same test client. What is left is
+    request parsing and validation (webargs, marshmallow), flask-smorest's wrappers, the
+    service's hooks and headers."""
+    from flask import Flask, jsonify, request
+
+    from service.api.context import EXTENSION
+
+    with in_process_player(options) as (app, player):
+        games = app.extensions[EXTENSION].games
+        act, spent = games.act, [0.0, 0.0]
+
+        def timed_act(*args, **kwargs):
+            started, cpu_started = time.perf_counter(), time.process_time()
+            try:
+                return act(*args, **kwargs)
+            finally:
+                spent[0] += time.perf_counter() - started
+                spent[1] += time.process_time() - cpu_started
+
+        games.act = timed_act
+        moves, elapsed, cpu = play_moves(player, options.moves)
+
+    bare = Flask("bare")
+
+    @bare.post("/move")
+    def move():
+        return jsonify(ok=True, echo=request.get_json())
+
+    client, body = bare.test_client(), {"card": "Qh", "melds": [["2c", "3c", "4c"]]}
+    for _ in range(200):
+        client.post("/move", json=body)
+    started, cpu_started = time.perf_counter(), time.process_time()
+    for _ in range(moves):
+        client.post("/move", json=body)
+    bare_ms = (time.perf_counter() - started) / moves * 1000
+    bare_cpu_ms = (time.process_time() - cpu_started) / moves * 1000
+
+    def per_move(seconds: float) -> float:
+        return seconds / moves * 1000
+
+    print(f"{moves} moves in-process, ms per move (wall / this process's CPU):")
+    print(f"  whole request, reads included   {per_move(elapsed):.3f} / {per_move(cpu):.3f}")
+    print(f"  GameService.act                 {per_move(spent[0]):.3f} / {per_move(spent[1]):.3f}")
+    print(f"  a bare Flask JSON route         {bare_ms:.3f} / {bare_cpu_ms:.3f}")
+    print(f"  the rest                        {per_move(elapsed - spent[0]) - bare_ms:.3f} / "
+          f"{per_move(cpu - spent[1]) - bare_cpu_ms:.3f}")
 
 
 def main() -> None:
@@ -774,7 +844,9 @@ def main() -> None:
     parser.add_argument("--gunicorn-args", help="more gunicorn options (GUNICORN_CMD_ARGS), e.g. '--worker-connections 8'")
     parser.add_argument("--redis-url", help="use this Redis instead of a private redis-server")
     parser.add_argument("--profile", action="store_true", help="profile the move path in-process instead")
-    parser.add_argument("--moves", type=int, default=3000, help="moves to profile")
+    parser.add_argument("--split", action="store_true",
+                        help="split a move's time in-process: the request, act, a bare Flask route")
+    parser.add_argument("--moves", type=int, default=3000, help="moves to profile or split")
     parser.add_argument("--callbacks", action="store_true",
                         help="compare the service without and with webhooks to a receiver on loopback")
     parser.add_argument("--matches", type=int, default=1000,
@@ -786,6 +858,9 @@ def main() -> None:
     options = parser.parse_args()
     if options.profile:
         profile(options)
+        return
+    if options.split:
+        split(options)
         return
     if options.callbacks:
         run_callbacks(options)
