@@ -787,7 +787,7 @@ def split(options) -> None:
     Redis): the whole request, the game service's ``act`` inside it, and a bare Flask JSON
     route answering a body of a move's size through the same test client. What is left is
     request parsing and validation (webargs, marshmallow), flask-smorest's wrappers, the
-    service's hooks and headers."""
+    service's hooks and headers, and the simulated player's own code."""
     from flask import Flask, jsonify, request
 
     from service.api.context import EXTENSION
