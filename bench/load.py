@@ -188,6 +188,8 @@ class ServicePlayer:
         if self.callback_url is not None:
             body["callback_url"] = self.callback_url
         status, answer, counted = self.timed(window, "create", "POST", "/v1/games", body)
+        if status == 0:  # the connection closed under it (a retiring worker's): ask again
+            status, answer, counted = self.timed(window, "create", "POST", "/v1/games", body)
         if status != 201:
             raise RuntimeError(f"create answered {status}: {answer}")
         self.tally.creates += counted

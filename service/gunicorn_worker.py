@@ -86,7 +86,8 @@ class Worker(GeventWorker):
             raise
         if not self.alive:
             # Retiring: the connection would wait up to the keep-alive timeout for another
-            # request, holding the exit (long-polls woken above answer with keep-alive).
+            # request, holding the exit (the answers say ``Connection: close``, as every
+            # answer does once the worker stops: service/http_limits.py).
             raise StopIteration("the worker is retiring")
         sock.settimeout(None)  # back to gunicorn's own deadline for the next request's headers
         return kept

@@ -34,6 +34,7 @@ from typing import Any
 from service.api.security_headers import DATA_ANSWER_HEADERS
 from service.problems import PROBLEM_MIMETYPE, problem_body
 from service.requester import REQUESTER, ClientGone
+from service.store import notify
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +73,11 @@ class RequestDeadlines:
             if not whole:  # over the cap: the app answers 413
                 _close_after_answer(start_response)
             answer = self._answer(environ, start_response, client)
+        if notify.stopping():
+            # The worker closes every connection after its answer from now on (it is retiring
+            # or stopping): say so in the answer, or a client could send its next request on
+            # a connection about to close and get a reset instead of an answer.
+            _close_after_answer(start_response)
         # Set only now: the app's own wait (a long-poll) is not the client's to hurry. The
         # worker clears it once the answer is written.
         client.settimeout(self.send_seconds)

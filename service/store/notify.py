@@ -154,6 +154,11 @@ _notifiers: weakref.WeakSet[Notifier] = weakref.WeakSet()
 _stopping = False
 
 
+def stopping() -> bool:
+    """Whether the process has begun to shut down (``stop_waiting`` was called)."""
+    return _stopping
+
+
 def stop_waiting() -> None:
     """The process is shutting down: wake every waiter (its long-poll answers with what it
     has, usually nothing) and let later ones answer at once."""

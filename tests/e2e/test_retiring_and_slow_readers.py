@@ -5,8 +5,9 @@ on a real gunicorn with the shipped settings.
   has waited RESPONSE_SEND_TIMEOUT_SECONDS for it (before, such sockets were held for as long
   as the client kept them open, megabytes of answers queued in the kernel for each).
 - A worker that retires after max_requests stops accepting until it has exited; the
-  long-polls it holds are answered at once, so it exits within about a second, not after
-  their whole wait (up to 30 s, during which, with one worker, nobody accepted).
+  long-polls it holds are answered at once (with ``Connection: close``), so it exits within
+  about a second, not after their whole wait (up to 30 s, during which, with one worker,
+  nobody accepted).
 """
 from __future__ import annotations
 
@@ -82,7 +83,11 @@ def test_a_retiring_worker_answers_its_long_polls_and_exits_at_once(start_gunico
 
     def long_poll() -> float:
         started = time.monotonic()
-        assert requests.get(events, timeout=WAIT + 10).status_code == 200
+        answer = requests.get(events, timeout=WAIT + 10)
+        assert answer.status_code == 200
+        # The worker closes the connection after it; a client told so does not send its next
+        # request there.
+        assert answer.headers.get("Connection") == "close"
         return time.monotonic() - started
 
     first_worker = server.worker_pids()
