@@ -22,6 +22,7 @@ import io
 import typing
 
 import flask
+from werkzeug.exceptions import NotImplemented as NotImplementedCoding
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from service.problems import problem
@@ -74,7 +75,12 @@ def _service_secret() -> ServerSecret | None:
 
 
 def _enforce_body_cap() -> None:
-    """Before any view, raise RequestEntityTooLarge for a body over the cap.
+    """Before any view, raise NotImplemented (501 ``not_implemented``) for a transfer coding
+    other than chunked, and RequestEntityTooLarge for a body over the cap.
+
+    Gunicorn takes ``Transfer-Encoding: gzip, chunked``: it removes the chunking and hands on
+    the compressed bytes, which no view would read as such (an empty body was even taken as
+    a move's).
 
     A declared Content-Length over the cap is refused without reading the body (some views
     never read it and would accept it). A chunked body is read here, up to one byte past the
@@ -82,6 +88,9 @@ def _enforce_body_cap() -> None:
     view a silently truncated body (a confusing 400 instead of 413).
     """
     request = flask.request
+    codings = [coding.strip().lower() for coding in request.headers.get("Transfer-Encoding", "").split(",")]
+    if any(coding not in ("", "chunked") for coding in codings):
+        raise NotImplementedCoding(description="the only transfer coding this service takes is chunked")
     cap = request.max_content_length
     if cap is None:
         return

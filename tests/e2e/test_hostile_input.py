@@ -259,6 +259,31 @@ def test_requests_gunicorn_refuses_before_the_app_are_problems_too(
     assert set(problem) == {"type", "title", "status", "detail", "code", "params"}
 
 
+@pytest.mark.parametrize("codings", ["gzip, chunked", "deflate, chunked", "identity, chunked"])
+def test_a_transfer_coding_besides_chunked_is_501_and_the_move_is_not_played(module_service, codings) -> None:
+    """Gunicorn takes these codings and removes only the chunking; the service must not read
+    what is left (an empty body) as a pass."""
+    client = ApiClient(module_service.url)
+    game = client.create()
+    view = client.mover_view(game)
+    assert "pass" in view["you"]["legal_actions"]
+    seat, version = view["you"]["seat"], view["version"]
+    host, port = module_service.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=5) as connection:
+        connection.sendall(f"POST /v1/games/{game.game_id}/pass HTTP/1.1\r\nHost: x\r\n"
+                           f"Authorization: Bearer {game.tokens[seat]}\r\nContent-Type: application/json\r\n"
+                           f"Transfer-Encoding: {codings}\r\n\r\n0\r\n\r\n".encode())
+        answer = b""
+        while chunk := connection.recv(65536):
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 501 ")
+    assert json.loads(body)["code"] == "not_implemented"
+    assert client.view(game.game_id, game.tokens[seat]).json()["version"] == version
+    assert client.act(game.game_id, game.tokens[seat], Move("pass")).status_code == 200  # it was legal
+    client.close()
+
+
 @pytest.mark.timeout(30)
 def test_a_body_refused_unread_closes_the_connection(module_service: GunicornServer) -> None:
     """413 for a declared length over the cap, before a byte of the body: the connection then
