@@ -314,7 +314,7 @@ def check_arrangement(melds: Iterable[Sequence[Card]], hand_mask: int) -> tuple[
                 raise IllegalMove(f"meld {number}: {card} is not in the hand", code="card_not_in_hand",
                                   params={"card": str(card), "meld": number})
             if used >> card.index & 1:
-                raise IllegalMove(f"meld {number}: {card} is already in another meld", code="invalid_melds",
+                raise IllegalMove(f"meld {number}: {card} is named more than once in the melds", code="invalid_melds",
                                   params={"card": str(card), "meld": number, "reason": "card_used_twice"})
             used |= card.bit
         if not is_meld(meld):

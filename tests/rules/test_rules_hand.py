@@ -181,6 +181,15 @@ def test_an_invalid_arrangement_is_refused(discard, melds, code):
     assert refusal(match, NON_DEALER, Knock(card(discard), groups(melds))).code == code
 
 
+@pytest.mark.parametrize("melds", ["Ac Ad Ah As | As 2s 3s | 7d 8d 9d", "Ac Ac Ad | As 2s 3s | 7d 8d 9d"],
+                         ids=["in-two-melds", "twice-in-one-meld"])
+def test_a_card_named_twice_in_the_melds_is_refused_and_named(melds):
+    match, _ = play(start(non_dealer=ACES, dealer=ACES_DEFENDER, upcard="5h"), (NON_DEALER, Draw("discard")))
+    refused = refusal(match, NON_DEALER, Knock(card("Kc"), groups(melds)))
+    assert (refused.code, refused.params["reason"]) == ("invalid_melds", "card_used_twice")
+    assert "named more than once" in str(refused)
+
+
 def test_knocking_is_never_compulsory():
     match, _ = play(start(non_dealer=KNOCKER, dealer=OPPONENT, upcard="7s"), (NON_DEALER, Draw("discard")))
     you = view_for(match, NON_DEALER)["you"]
