@@ -169,6 +169,8 @@ class GameService:
             # played and saved, and the move is not applied to what follows (against a bot it
             # could be legal again), so a timeout and a late move never both apply.
             self._commit_quietly(game_id, loaded.version, record, settled, settling)
+            # A move conditional on the version it saw lost a race, as it would to another move.
+            _check_precondition(retry, settled.version)
             raise ConcurrentChange("a turn deadline passed before this move arrived; reload the game")
         played, events = rules.apply(record.match, seat, action, now=now)
         played, more = flow.advance(played, now)

@@ -67,7 +67,9 @@ def resolve(host: str, port: int, timeout: float) -> list[Resolved]:
     An IP literal is its own answer: no lookup, no thread. For a name, the system resolver
     cannot be given a timeout, so it runs on a helper thread that is abandoned (it ends on
     its own) when no answer comes within ``timeout`` seconds. Raises ResolutionError."""
-    literal = _literal(host, port)
+    # "127.0.0.1." names the same host as "127.0.0.1" (callback URLs may end a host with the
+    # root's dot), but no resolver takes it: it is the literal.
+    literal = _literal(host.rstrip("."), port)
     if literal is not None:
         return [literal]
     answer: dict[str, object] = {}

@@ -328,6 +328,20 @@ def test_a_move_after_the_deadline_is_refused_and_the_timeout_stands(app, clock,
     replayed(app, game_id, bots=(None, "standard" if opponent.get("bot") else None))
 
 
+def test_a_late_move_with_if_match_is_412_like_any_race_it_lost(app, clock):
+    """The deadline's move took the version the late move named: 412 version_mismatch, as the
+    contract says of a conditional move that lost a race, with the version the game is at."""
+    game_id, tokens = create(app, players=[{"name": "Ann"}, {"name": "Bob"}])
+    version = to_draw_phase(app, game_id, tokens, 0)["version"]
+    clock.move(TURN)
+    late = app.test_client().post(f"/v1/games/{game_id}/draw", json={"source": "stock"},
+                                  headers={**bearer(tokens[0]), "If-Match": f'"{version}"'})
+    assert_problem(late, 412, "version_mismatch")
+    now_at = stored_match(store_of(app), game_id).version
+    assert now_at > version and late.get_json()["params"]["version"] == now_at
+    assert any(e.type.value == "timeout" for e in stored_events(store_of(app), game_id))
+
+
 @pytest.fixture
 def raced(redis_url, key_prefix):
     store = InterleavingStore(store_from_url(redis_url, key_prefix))

@@ -36,6 +36,8 @@ def test_resolve_gives_every_address_with_what_connect_needs() -> None:
         (socket.AF_INET, ("127.0.0.1", 8080), "127.0.0.1")
     ]
     assert {str(item.address) for item in resolve("localhost", 80, timeout=5)} <= {"127.0.0.1", "::1"}
+    # A literal with the root's trailing dot, which a callback URL may carry, is the literal.
+    assert [str(item.address) for item in resolve("127.0.0.1.", 80, timeout=5)] == ["127.0.0.1"]
 
 
 def test_an_unknown_name_is_a_resolution_error() -> None:
