@@ -99,7 +99,7 @@ def _enforce_body_cap() -> None:
         raise RequestEntityTooLarge()
     # Only a server that marks the input as terminated can be read without a length
     # (Werkzeug's own rule); anywhere else the read could wait for bytes that never come.
-    is_chunked = "chunked" in request.headers.get("Transfer-Encoding", "").lower()
+    is_chunked = "chunked" in codings
     if is_chunked and "wsgi.input_terminated" in request.environ:
         body = _read_up_to(request.environ["wsgi.input"], cap + 1)
         if len(body) > cap:
