@@ -33,10 +33,8 @@ class ProblemApi(Api):
 
 
 def register_api(app: Flask) -> ProblemApi:
-    """Register every resource and the documentation on ``app`` (whose service context is set:
-    the document asks no credential of ``createGame`` when its configuration lets anyone create)."""
+    """Register every resource and the documentation on ``app`` (whose service context is set)."""
     # Imported here: the route modules build their blueprints at import time.
-    from service.api.context import EXTENSION
     from service.api.credentials import refuse_unknown_api_key
     from service.api.docs.routes import assets, blp as docs_blp
     from service.api.examples import recorded
@@ -77,8 +75,7 @@ def register_api(app: Flask) -> ProblemApi:
     for blp in (games_blp, players_blp, hands_blp):
         app.before_request_funcs.setdefault(blp.name, []).append(refuse_unknown_api_key)
     app.register_blueprint(assets)
-    document = openapi.finish(api.spec.to_dict(), examples.responses,
-                               app.extensions[EXTENSION].config.allow_anonymous_create)
+    document = openapi.finish(api.spec.to_dict(), examples.responses)
     app.extensions[DOCUMENT_EXTENSION] = json.dumps(document, sort_keys=True, indent=2) + "\n"
     return api
 

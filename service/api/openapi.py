@@ -72,6 +72,10 @@ OPTIONAL_PLAYER_TOKEN = [{}, {PLAYER_TOKEN: []}]
 NO_CREDENTIALS: list[dict] = []
 PLAYER_ONLY = [{PLAYER_TOKEN: []}]
 API_KEY_ONLY = [{API_KEY: []}]
+# Creating a match: the API key, or nothing on a server that allows anonymous creation. The
+# same on every server, so that the document checked in is the one every deployment serves;
+# whether this one requires the key shows in its 401.
+API_KEY_OR_ANONYMOUS = [{API_KEY: []}, {}]
 
 REQUEST_ID = "X-Request-ID"
 RATE_LIMIT_HEADERS = ("RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset")
@@ -106,7 +110,6 @@ HEADERS = {
         "example": 1,
     },
 }
-CREATE_GAME = "createGame"
 # Operations the rate limiter never counts (the probes: see service/limits.py).
 UNLIMITED_OPERATIONS = frozenset({"liveness", "readiness"})
 
@@ -178,14 +181,13 @@ class DocumentPlugin(MarshmallowPlugin):
     Converter = DocumentConverter
 
 
-def finish(document: dict, examples: Mapping[str, Mapping[str, Mapping[str, dict]]], anonymous_create: bool) -> dict:
+def finish(document: dict, examples: Mapping[str, Mapping[str, Mapping[str, dict]]]) -> dict:
     """``document`` completed with what depends on no single route.
 
     - The headers of every response: ``X-Request-ID`` everywhere, the rate-limit headers on every
       response of the operations the limiter counts (the shared problem responses declare them
       once, in ``components/responses``).
     - ``examples[operationId][status]``: named examples of that response's JSON body.
-    - ``createGame`` asks for the API key when this server does not let anyone create games.
     - No examples of objects on the properties that refer to them (``examples_on_components``).
     """
     examples_on_components(document["components"]["schemas"])
@@ -197,8 +199,6 @@ def finish(document: dict, examples: Mapping[str, Mapping[str, Mapping[str, dict
             if method == "parameters":
                 continue
             name = operation.get("operationId")
-            if name == CREATE_GAME and not anonymous_create:
-                operation["security"] = API_KEY_ONLY
             for status, response in operation["responses"].items():
                 if "$ref" in response:
                     continue

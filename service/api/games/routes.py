@@ -36,7 +36,7 @@ from service.api.games.schemas import (
     ViewHeadersSchema,
 )
 from service.api.games.view_schema import GameViewSchema
-from service.api.openapi import API_KEY_ONLY, NO_CREDENTIALS, PLAYER_ONLY, documentation_only
+from service.api.openapi import API_KEY_ONLY, API_KEY_OR_ANONYMOUS, PLAYER_ONLY, documentation_only
 from service.api.parser import ApiBlueprint
 from service.api.problems import documents_problems
 from service.games import Caller, Created, Reply, Retry, Unprocessable, request_fingerprint
@@ -176,8 +176,7 @@ class Games(MethodView):
     @_checked_first(_owner)
     @blp.doc(
         operationId="createGame",
-        # On a server that requires an API key to create, openapi.finish makes this API_KEY_ONLY.
-        security=NO_CREDENTIALS,
+        security=API_KEY_OR_ANONYMOUS,
         requestBody={"content": {"application/json": {"schema": CREATE_GAME_REQUEST_DOC}}},
         responses={201: {"links": _links("$response.body#/game/id", GAME_OPERATIONS)}},
     )
