@@ -19,6 +19,12 @@ def doc(description: str, example: object) -> dict:
     return {"description": description, "example": example}
 
 
+def utc_time(description: str, **kwargs) -> ma.fields.String:
+    """A time as the service writes it, ISO 8601 UTC to the second, documented as ``date-time``
+    so that generated clients read it as a time (events' times are documented the same way)."""
+    return ma.fields.String(metadata={**doc(description, "2026-12-01T10:00:00Z"), "format": "date-time"}, **kwargs)
+
+
 # Header values: visible ASCII, no space (a pattern every common regex engine reads alike).
 # Proxies and clients may trim or fold spaces in a header, so a key with one might not come
 # back byte for byte on a retry.

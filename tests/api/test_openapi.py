@@ -411,3 +411,19 @@ def test_examples_come_from_real_games(spec):
     early = events["examples"]["early"]["value"]["events"]
     dealt = [event for event in early if event["type"] == "dealt" and "cards" in event]
     assert len(dealt) == 1 and len(set(dealt[0]["cards"])) == 10
+
+
+ISO_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+
+
+def test_every_time_is_documented_as_a_date_time(spec):
+    # A generated client reads such a field as a time only when the document says so.
+    times = [node for node in nodes(spec["components"]["schemas"])
+             if node.get("type") == "string" and ISO_TIME.match(str(node.get("example", "")))]
+    assert len(times) >= 3  # the view's deadline, a summary's creation, the timeout event's deadline
+    assert all(node.get("format") == "date-time" for node in times), times
+
+
+def test_a_view_always_holds_every_rule_option(spec):
+    rules = spec["components"]["schemas"]["Rules"]
+    assert sorted(rules["required"]) == sorted(rules["properties"])

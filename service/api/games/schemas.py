@@ -12,7 +12,7 @@ import marshmallow as ma
 
 from service import rules
 from service.api.fields import (ResponseSchema, StrictBoolean, card_field, card_list, doc, header_text, melds_field,
-                                nested, nested_list, shown_text)
+                                nested, nested_list, shown_text, utc_time)
 from service.api.games.event_schemas import EVENT
 from service.api.games.view_schema import (
     EXAMPLE_GAME_ID,
@@ -312,7 +312,7 @@ class SummaryPlayerSchema(ResponseSchema):
 
 class GameSummarySchema(ResponseSchema):
     id = F.String(required=True, metadata=doc("Game id", EXAMPLE_GAME_ID))
-    created_at = F.String(required=True, metadata=doc("When it was created (UTC)", "2026-12-01T10:00:00Z"))
+    created_at = utc_time("When it was created (UTC)", required=True)
     variant = enum_field(VARIANT, "Variant", "classic", required=True)
     status = enum_field(MATCH_STATUS, "`active`, `finished` or `aborted`", "active", required=True)
     version = F.Integer(required=True, metadata=doc("Version", 17))

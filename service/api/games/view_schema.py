@@ -5,7 +5,7 @@ from __future__ import annotations
 import marshmallow as ma
 
 from service.api.fields import (ResponseSchema, StrictBoolean, card_field, card_list, doc, melds_field, nested,
-                                nested_list)
+                                nested_list, utc_time)
 from service.api.vocabulary import (BOT_LEVEL, DRAW_SOURCE, MATCH_STATUS, METADATA, OUTCOME, PHASE, ROLE,
                                     TURN_ACTION, VARIANT, enum_field)
 from service.rules import RULE_OPTIONS, Rules, Status
@@ -20,9 +20,9 @@ def _rule_field(name: str) -> ma.fields.Field:
     option = RULE_OPTIONS[name]
     example = getattr(Rules(), name)
     if option.is_boolean:
-        return StrictBoolean(metadata=doc(option.description, example))
+        return StrictBoolean(required=True, metadata=doc(option.description, example))
     return F.Integer(strict=True, validate=ma.validate.Range(option.low, option.high), allow_none=option.nullable,
-                     metadata=doc(option.description, 60 if example is None else example))
+                     required=True, metadata=doc(option.description, 60 if example is None else example))
 
 
 class RuleValue(F.Raw):
@@ -87,9 +87,8 @@ class HandSchema(ResponseSchema):
         required=True,
         metadata=doc("Cards held by each active seat, keyed by seat", {"0": 10, "1": 10}),
     )
-    deadline = F.String(required=True, allow_none=True,
-                        metadata=doc("When `turn_seconds` is set: the time (UTC) by which the seat to act must act",
-                                     "2026-12-01T10:00:00Z"))
+    deadline = utc_time("When `turn_seconds` is set: the time (UTC) by which the seat to act must act",
+                        required=True, allow_none=True)
     knock = nested(KnockOnTableSchema, "The knock on the table (only in the layoff phase)")
 
 
