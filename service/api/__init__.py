@@ -43,7 +43,7 @@ def register_api(app: Flask) -> ProblemApi:
     from service.api.hands.routes import blp as hands_blp
     from service.api.health.routes import blp as health_blp
     from service.api.players.routes import blp as players_blp
-    from service.api.problems import problem_responses
+    from service.api.problems import problem_examples, problem_responses
     from service.api.vocabulary import COMPONENTS
 
     app.config.update(
@@ -66,7 +66,9 @@ def register_api(app: Flask) -> ProblemApi:
     for name, header in openapi.HEADERS.items():
         components.header(name, header)
     examples = recorded()
-    for name, response in problem_responses(examples.problems).items():
+    for code, example in problem_examples(examples.problems).items():
+        components.example(code, example)
+    for name, response in problem_responses().items():
         components.response(name, response)
     for name, schema in {**COMPONENTS, **event_components()}.items():
         components.schema(name, schema)

@@ -259,15 +259,15 @@ class ProblemSchema(ma.Schema):
 
 @dataclass(frozen=True)
 class ProblemResponse:
-    """One status's problems, documented once in ``components/responses``."""
+    """One status's problems: what the status means, and every code answered with it."""
 
     name: str
     meaning: str
     codes: tuple[str, ...]
 
 
-# Every code the API answers, by status. An operation documents the statuses it may answer (by
-# reference to these) and lists its own codes in its description.
+# Every code the API answers, by status. An operation documents the statuses it may answer,
+# each with the examples of its own codes only, and lists those codes in its description.
 PROBLEM_RESPONSES: dict[int | str, ProblemResponse] = {
     400: ProblemResponse("BadRequest", "The body is not valid JSON", ("invalid_request",)),
     401: ProblemResponse("Unauthorized", "A needed credential is missing or unknown", ("unauthorized",)),
@@ -297,37 +297,38 @@ PROBLEM_RESPONSES: dict[int | str, ProblemResponse] = {
 RETRY_AFTER_STATUSES = {429: True, 503: False}  # status: whether every such answer carries it
 
 
-def problem_responses(examples: Mapping[str, dict]) -> dict[str, dict]:
-    """The ``components/responses`` of every status in ``PROBLEM_RESPONSES``, each with one
-    example per code: ``examples[code]`` when given (a real problem), else one made up from the
-    code's title."""
-    components = {}
-    for status, response in PROBLEM_RESPONSES.items():
-        codes = ", ".join(f"`{code}`" for code in response.codes)
-        content = {
-            "schema": {"$ref": "#/components/schemas/Problem"},
-            "examples": {code: {"summary": TITLES[code],
-                                "value": examples.get(code) or _validation_example(status, code) or _made_up(status, code)}
-                         for code in response.codes},
-        }
-        documented = {"description": f"{response.meaning}. `code`: {codes}", "content": {PROBLEM_MEDIA_TYPE: content}}
-        if status in RETRY_AFTER_STATUSES:
-            documented["headers"] = {RETRY_AFTER: {**header_ref(RETRY_AFTER)}}
-            if RETRY_AFTER_STATUSES[status]:
-                documented["headers"][RETRY_AFTER] = {**HEADERS[RETRY_AFTER], "required": True}
-        components[response.name] = documented
-    return components
+def problem_examples(examples: Mapping[str, dict]) -> dict[str, dict]:
+    """The ``components/examples`` of every problem code: ``examples[code]`` when given (a real
+    problem), else one made up from the code's title. Problem responses refer to them by code."""
+    return {
+        code: {"summary": TITLES[code],
+               "value": examples.get(code) or _validation_example(status, code) or _made_up(status, code)}
+        for status, response in PROBLEM_RESPONSES.items()
+        for code in response.codes
+    }
+
+
+# The problem responses the operations use, by name: one per status and set of codes, shared by
+# the operations that answer that status with those codes (filled as the routes are declared).
+_SHARED: dict[str, tuple[int | str, tuple[str, ...]]] = {}
+
+
+def problem_responses() -> dict[str, dict]:
+    """The ``components/responses`` the operations declared so far refer to: each shows the
+    examples of its own codes only."""
+    return {name: _problem_response(status, codes) for name, (status, codes) in sorted(_SHARED.items())}
 
 
 def documents_problems(blp, problems: Mapping[int, Iterable[str]], limited: bool = True):
-    """Decorator documenting each ``status: codes`` of ``problems`` as a reference to that
-    status's shared problem response, and a ``default`` (``internal_error``); the codes this
-    operation may answer are added to its description.
+    """Decorator documenting each ``status: codes`` of ``problems``, and a ``default``
+    (``internal_error``), as a problem+json response showing the examples of those codes only;
+    the codes are also added to the operation's description.
 
-    ``limited=False`` (an operation the rate limiter never counts) documents them inline
-    instead, since the shared responses declare the rate-limit headers. Raises ValueError for a
-    code that its status's shared response does not list."""
-    problems = {status: list(codes) for status, codes in problems.items()}
+    The responses are shared between the operations answering a status with the same codes
+    (``problem_responses``), which declare the rate-limit headers too; ``limited=False`` (an
+    operation the rate limiter never counts) documents them inline instead. Raises ValueError
+    for a code its status is never answered with."""
+    problems = {status: tuple(codes) for status, codes in problems.items()}
     for status, codes in problems.items():
         unknown = set(codes) - set(PROBLEM_RESPONSES[status].codes)
         if unknown:
@@ -337,20 +338,46 @@ def documents_problems(blp, problems: Mapping[int, Iterable[str]], limited: bool
         listed = "; ".join(f"{status} " + ", ".join(f"`{c}`" for c in codes) for status, codes in problems.items())
         if listed:
             func.__doc__ = f"{inspect.cleandoc(func.__doc__)}\n\nProblems (status and `code`): {listed}."
-        for status, codes in [*problems.items(), ("default", ["internal_error"])]:
+        for status, codes in [*problems.items(), ("default", ("internal_error",))]:
             if limited:
-                documented = blp.alt_response(status, response=PROBLEM_RESPONSES[status].name)
+                documented = blp.alt_response(status, response=_shared(status, codes))
             else:
                 documented = blp.alt_response(status, schema=ProblemSchema, content_type=PROBLEM_MEDIA_TYPE,
-                                              description=PROBLEM_RESPONSES[status].meaning,
-                                              headers={RETRY_AFTER: header_ref(RETRY_AFTER)}
-                                              if status in RETRY_AFTER_STATUSES else None,
-                                              examples={code: {"summary": TITLES[code], "value": _made_up(status, code)}
-                                                        for code in codes})
+                                              **_problem_parts(status, codes))
             func = documentation_only(documented, func)
         return func
 
     return decorator
+
+
+def _shared(status: int | str, codes: tuple[str, ...]) -> str:
+    """The name of the shared response for ``codes`` of ``status`` (registered on first use)."""
+    base = PROBLEM_RESPONSES[status].name
+    name = base if codes == PROBLEM_RESPONSES[status].codes else "-".join((base, *codes))
+    _SHARED[name] = (status, codes)
+    return name
+
+
+def _problem_response(status: int | str, codes: tuple[str, ...]) -> dict:
+    parts = _problem_parts(status, codes)
+    content = {"schema": {"$ref": "#/components/schemas/Problem"}, "examples": parts["examples"]}
+    documented = {"description": parts["description"], "content": {PROBLEM_MEDIA_TYPE: content}}
+    if parts["headers"]:
+        documented["headers"] = parts["headers"]
+    return documented
+
+
+def _problem_parts(status: int | str, codes: Iterable[str]) -> dict:
+    codes = list(codes)
+    headers = None
+    if status in RETRY_AFTER_STATUSES:
+        headers = {RETRY_AFTER: {**HEADERS[RETRY_AFTER], "required": True} if RETRY_AFTER_STATUSES[status]
+                   else header_ref(RETRY_AFTER)}
+    return {
+        "description": f"{PROBLEM_RESPONSES[status].meaning}. `code`: " + ", ".join(f"`{code}`" for code in codes),
+        "headers": headers,
+        "examples": {code: {"$ref": f"#/components/examples/{code}"} for code in codes},
+    }
 
 
 # What webargs reports for a body that is not JSON (400), and for one that breaks the schema (422).

@@ -134,7 +134,20 @@ def test_problems_are_shared_responses_with_one_example_per_code(spec):
     for name, response in shared.items():
         examples = response["content"]["application/problem+json"]["examples"]
         for code, example in examples.items():
-            assert example["value"]["code"] == code and f"`{code}`" in response["description"], (name, code)
+            assert resolved(spec, example)["value"]["code"] == code and f"`{code}`" in response["description"], (
+                name, code)
+
+
+def test_an_operation_shows_examples_of_the_codes_it_answers_only(spec):
+    for path, method, operation in operations(spec):
+        listed = re.search(r"Problems \(status and `code`\): (.*)\.", operation["description"])
+        answered = {part.split(" ", 1)[0]: set(re.findall(r"`(\w+)`", part))
+                    for part in (listed.group(1).split("; ") if listed else [])}
+        answered["default"] = {"internal_error"}
+        for status, response in operation["responses"].items():
+            if status == "default" or status.startswith(("4", "5")):
+                examples = resolved(spec, response)["content"]["application/problem+json"]["examples"]
+                assert set(examples) == answered[status], f"{method} {path} {status}"
 
 
 @pytest.mark.parametrize(
@@ -378,7 +391,7 @@ def test_every_example_fits_its_schema(spec):
         nonlocal checked
         validator = OAS30Validator({**media["schema"], "components": spec["components"]})
         for name, example in media.get("examples", {}).items():
-            errors = [error.message for error in validator.iter_errors(example["value"])]
+            errors = [error.message for error in validator.iter_errors(resolved(spec, example)["value"])]
             assert errors == [], f"{where} {name}"
             checked += 1
 
