@@ -9,6 +9,7 @@ from flask import Flask
 from service import observability
 from service.api import register_api
 from service.api.json_provider import OrjsonProvider
+from service.api.paths import init_paths
 from service.api.context import EXTENSION, ServiceContext
 from service.api.problems import register_problem_handlers
 from service.api.security_headers import init_security_headers
@@ -31,7 +32,8 @@ def create_app(config: Config | Mapping[str, str] | None = None, store: GameStor
     """
     if not isinstance(config, Config):
         config = Config.from_env(**dict(config or {}))
-    app = Flask(__name__)
+    app = Flask(__name__, static_folder=None)  # no static files: the docs blueprint serves its own
+    init_paths(app)  # before any route: each rule takes the map's slash merging when added
     app.config.from_mapping(config.flask_settings())
     # Views are JSON objects whose field order (id first) reads like the documentation.
     app.json = OrjsonProvider(app)

@@ -13,8 +13,8 @@ from service.api.docs.routes import openapi_text
 from tests.api.conftest import build_app
 
 CHECKED_IN = Path(__file__).resolve().parents[2] / "openapi" / "openapi.json"
-# Routes outside the API contract: Prometheus metrics and the UI's static files.
-UNDOCUMENTED = {"/metrics", "/docs/start.js", "/docs/assets/<path:filename>", "/docs/<any(rules, api):name>.md", "/static/<path:filename>"}
+# Routes outside the API contract: Prometheus metrics and the docs page's own files.
+UNDOCUMENTED = {"/metrics", "/docs/start.js", "/docs/assets/<path:filename>", "/docs/<any(rules, api):name>.md"}
 
 
 @pytest.fixture(scope="module")

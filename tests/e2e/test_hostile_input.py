@@ -149,6 +149,16 @@ CASES = [
     Hostile("nul-after-real-id", "GET", "/v1/games/{game}%00", no_body, 404, "game_not_found"),
     Hostile("nul-in-id-action", "POST", "/v1/games/g_x%00/draw", as_json({"source": "stock"}), 404, "game_not_found"),
     Hostile("action-traversal", "POST", "/v1/games/{game}/..%2Fdraw", as_json({"source": "stock"}), 404, "not_found"),
+    # An encoded slash is part of the id, not a separator; doubled slashes are not merged (nor
+    # redirected to a URL built from the Host header).
+    Hostile("encoded-slash-action", "POST", "/v1/games/{game}%2Fdiscard", lambda t: json.dumps({"card": t.hand[0]}).encode(),
+            404, "game_not_found"),
+    Hostile("encoded-slash-action-lower", "POST", "/v1/games/{game}%2fdiscard",
+            lambda t: json.dumps({"card": t.hand[0]}).encode(), 404, "game_not_found"),
+    Hostile("encoded-slash-events", "GET", "/v1/games/{game}%2Fevents", no_body, 404, "game_not_found"),
+    Hostile("doubled-slashes-action", "POST", "//v1//games//{game}//discard",
+            lambda t: json.dumps({"card": t.hand[0]}).encode(), 404, "not_found", {"Host": "evil.example"}),
+    Hostile("doubled-slash-read", "GET", "/v1/games//{game}", no_body, 404, "not_found"),
     # Headers.
     Hostile("if-match-too-long", "POST", DRAW, as_json({"source": "stock"}), 422, INVALID, {"If-Match": '"' + "1" * 300 + '"'}),
     Hostile("if-match-not-a-version", "POST", DISCARD, lambda t: json.dumps({"card": t.hand[0]}).encode(), 412,
