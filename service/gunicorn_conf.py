@@ -27,8 +27,10 @@ this or another worker), of which at most LONG_POLL_MAX_WAITERS waiting long-pol
 ones get 503 ``long_poll_capacity`` with Retry-After), GUNICORN_KEEPALIVE seconds for a
 request's headers to arrive (idle keep-alive included), REQUEST_BODY_TIMEOUT_SECONDS for its
 body and RESPONSE_SEND_TIMEOUT_SECONDS for the client to take each part of its answer
-(service/http_limits.py), 2 s and 1 MiB of a refused body read and dropped before the close
-(service/gunicorn_worker.py), and 32 Redis connections (service/store/redis.py).
+(service/http_limits.py), 2 s and 1 MiB of what a client still sends read and dropped before a
+close, ~128 KiB of answers in the kernel per connection and 10 s for a closing connection's
+client to take them (service/gunicorn_worker.py), and 32 Redis connections
+(service/store/redis.py).
 """
 from __future__ import annotations
 

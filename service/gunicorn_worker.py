@@ -9,10 +9,14 @@ Named in service/gunicorn_conf.py as ``service.gunicorn_worker.Worker``.
 """
 from __future__ import annotations
 
+import fcntl
+import select
 import struct
+import termios
 import time
 
 import gevent
+import gunicorn.util
 from gevent import monkey, socket
 from gunicorn.workers.ggevent import GeventWorker
 
@@ -26,6 +30,18 @@ MAX_REQUESTS_PER_CONNECTION = 100
 # answer (see _linger); then the connection closes anyway.
 LINGER_SECONDS = 2.0
 LINGER_BYTES = 1 << 20
+# What the kernel may hold for a client that does not read its answers. Left to itself, Linux
+# grows a connection's send buffer up to 4 MiB (net.ipv4.tcp_wmem), so answers fit there, no
+# write waits for the client and RESPONSE_SEND_TIMEOUT_SECONDS never applies; and a connection
+# closed with answers still unsent stays in the kernel, holding them, as long as the client
+# keeps its end open (500 such clients held 1.1 GB of kernel memory). So each connection's
+# send buffer is capped at SEND_BUFFER_BYTES (the kernel doubles the figure for its own
+# bookkeeping: a connection holds at most ~128 KiB of answers; a 1 MiB file still goes out at
+# 2.5 MB/s over a 50 ms round trip), and a connection is closed only once the client has taken
+# what was sent, or with a reset after CLOSE_DRAIN_SECONDS, which frees what the kernel holds.
+SEND_BUFFER_BYTES = 64 * 1024
+CLOSE_DRAIN_SECONDS = 10.0
+DRAIN_POLL_SECONDS = 0.05
 
 
 def patch() -> None:
@@ -55,8 +71,11 @@ class Worker(GeventWorker):
       which also frees what the kernel holds for it; else the timeout is cleared once the
       answer is written.
     - A connection is closed after MAX_REQUESTS_PER_CONNECTION requests.
-    - A connection closed after an answer that left the request's body (partly) unread
-      lingers first (``_linger``).
+    - A connection closed after an answer while the client was still sending (a request's
+      body left unread, or further requests sent ahead) lingers first (``_linger``).
+    - A connection's send buffer is capped, and it is closed once its client has taken what
+      was sent, else reset (``close_when_taken``, which replaces gunicorn's ``util.close`` in
+      the worker's process: gunicorn closes every client connection through it).
     """
 
     @classmethod
@@ -67,6 +86,14 @@ class Worker(GeventWorker):
         patch()
         # As gunicorn's: the inherited listening sockets become gevent sockets.
         self.sockets = [socket.socket(s.FAMILY, socket.SOCK_STREAM, fileno=s.sock.detach()) for s in self.sockets]
+        gunicorn.util.close = close_when_taken
+
+    def handle(self, listener, client, addr):
+        try:
+            client.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER_BYTES)
+        except OSError:  # a transport without send buffers: nothing to cap
+            pass
+        super().handle(listener, client, addr)
 
     def handle_request(self, listener_name, req, sock, addr):
         if req.req_number >= MAX_REQUESTS_PER_CONNECTION:
@@ -81,7 +108,7 @@ class Worker(GeventWorker):
             _drop(sock)
             raise StopIteration("the client did not take its answer in time") from None
         except StopIteration:  # gunicorn's way to say the connection closes after the answer
-            if _body_left(req):
+            if _body_left(req) or _input_waiting(sock):
                 _linger(sock)
             raise
         if not self.alive:
@@ -109,12 +136,24 @@ def _body_left(req) -> bool:
     return getattr(reader, "length", 0) > 0 or getattr(reader, "parser", None) is not None
 
 
+def _input_waiting(sock) -> bool:
+    """Whether the client has sent more than the server read (requests sent ahead of their
+    answers, on a connection that closes after this one)."""
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+    except (OSError, ValueError):  # the connection is gone
+        return False
+    return bool(readable)
+
+
 def _linger(sock) -> None:
     """Stop sending, then read and drop what the client still sends until it closes, or for
     LINGER_SECONDS or LINGER_BYTES. Closed with unread input, a socket sends a reset, and a
-    reset makes the client's kernel drop the answer it has not read yet: a client still
-    sending the body of a refused request would get "connection reset" instead of its 413
-    (RFC 9112, section 9.6). The bounds keep a client from holding the connection this way."""
+    reset makes the client's kernel drop the answers it has not read yet: a client still
+    sending the body of a refused request would get "connection reset" instead of its 413, and
+    one that sent requests ahead would lose the answers to those it sent before the last one
+    served (RFC 9112, section 9.6). The bounds keep a client from holding the connection this
+    way."""
     deadline = time.monotonic() + LINGER_SECONDS
     dropped = 0
     try:
@@ -127,6 +166,34 @@ def _linger(sock) -> None:
             dropped += len(chunk)
     except OSError:  # the time is up, or the client is gone
         pass
+
+
+def close_when_taken(sock) -> None:
+    """Close a client connection once the client has taken everything sent on it; after
+    CLOSE_DRAIN_SECONDS, with a reset. Gunicorn's ``util.close`` in the worker: the connection's
+    greenlet waits (holding its place among the worker's connections), not the kernel."""
+    unsent = 0
+    try:
+        deadline = time.monotonic() + CLOSE_DRAIN_SECONDS
+        while (unsent := _unsent_bytes(sock)) and time.monotonic() < deadline:
+            gevent.sleep(DRAIN_POLL_SECONDS)
+    finally:
+        if unsent:
+            _drop(sock)
+        else:
+            try:
+                sock.close()
+            except OSError:
+                pass
+
+
+def _unsent_bytes(sock) -> int:
+    """Bytes written to ``sock`` that its client has not acknowledged yet (Linux's SIOCOUTQ);
+    0 when the socket is closed or the platform cannot tell."""
+    try:
+        return struct.unpack("i", fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0\0\0\0"))[0]
+    except (OSError, ValueError, AttributeError):
+        return 0
 
 
 def _drop(sock) -> None:
