@@ -76,7 +76,9 @@ class RequestDeadlines:
             _close_after_answer(start_response)
             answer = _timed_out(environ, start_response, self.body_seconds)
         else:
-            if not whole:  # over the cap: the app answers 413
+            # Over the cap, the app answers 413; with a transfer coding it does not take, 501,
+            # and the rest of the connection cannot be read as requests either.
+            if not whole or unsupported_codings(environ.get("HTTP_TRANSFER_ENCODING", "")):
                 _close_after_answer(start_response)
             answer = self._answer(environ, start_response, client)
         if notify.stopping():
@@ -108,6 +110,17 @@ class _BodyTooSlow(Exception):
     pass
 
 
+def transfer_codings(header: str) -> list[str]:
+    """The codings named by a Transfer-Encoding header, lowercase."""
+    return [coding.strip().lower() for coding in header.split(",") if coding.strip()]
+
+
+def unsupported_codings(header: str) -> bool:
+    """Whether a Transfer-Encoding header names a coding other than chunked (the only one the
+    service takes: gunicorn removes the chunking and would hand on gzip'd bytes as the body)."""
+    return any(coding != "chunked" for coding in transfer_codings(header))
+
+
 def _read_body_before_deadline(environ: dict, seconds: float, cap: int | None) -> bool:
     """Replace ``wsgi.input`` by the body read into memory within ``seconds``; False when the
     body is over ``cap`` and so left (partly) unread.
@@ -116,7 +129,7 @@ def _read_body_before_deadline(environ: dict, seconds: float, cap: int | None) -
     import gevent
 
     declared = _content_length(environ)
-    chunked = "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower()
+    chunked = "chunked" in transfer_codings(environ.get("HTTP_TRANSFER_ENCODING", ""))
     if declared is None and not chunked:
         return True  # no body
     if declared is not None and cap is not None and declared > cap:

@@ -25,6 +25,7 @@ import flask
 from werkzeug.exceptions import NotImplemented as NotImplementedCoding
 from werkzeug.exceptions import RequestEntityTooLarge
 
+from service.http_limits import transfer_codings, unsupported_codings
 from service.problems import problem
 from service.proxies import trust_proxies
 from service.ratelimit import WINDOW_SECONDS, RateLimiter, SecretSource, window_counter
@@ -88,8 +89,8 @@ def _enforce_body_cap() -> None:
     view a silently truncated body (a confusing 400 instead of 413).
     """
     request = flask.request
-    codings = [coding.strip().lower() for coding in request.headers.get("Transfer-Encoding", "").split(",")]
-    if any(coding not in ("", "chunked") for coding in codings):
+    header = request.headers.get("Transfer-Encoding", "")
+    if unsupported_codings(header):
         raise NotImplementedCoding(description="the only transfer coding this service takes is chunked")
     cap = request.max_content_length
     if cap is None:
@@ -99,7 +100,7 @@ def _enforce_body_cap() -> None:
         raise RequestEntityTooLarge()
     # Only a server that marks the input as terminated can be read without a length
     # (Werkzeug's own rule); anywhere else the read could wait for bytes that never come.
-    is_chunked = "chunked" in codings
+    is_chunked = "chunked" in transfer_codings(header)
     if is_chunked and "wsgi.input_terminated" in request.environ:
         body = _read_up_to(request.environ["wsgi.input"], cap + 1)
         if len(body) > cap:
