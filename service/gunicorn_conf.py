@@ -292,13 +292,14 @@ def write_protocol_problem(sock, status_int: int, reason: str, mesg: str) -> Non
     from gunicorn.util import write_nonblock
 
     from service.api.security_headers import DATA_ANSWER_HEADERS
+    from service.observability.request_id import REQUEST_ID_HEADER, new_request_id
     from service.problems import PROBLEM_MIMETYPE, problem_body
 
     code, detail = PROTOCOL_PROBLEMS.get(status_int, ("internal_error", "the server could not answer"))
     phrase = http.HTTPStatus(status_int).phrase
     body = problem_body(status_int, code, phrase, detail).encode()
     headers = [("Connection", "close"), ("Content-Type", PROBLEM_MIMETYPE), ("Content-Length", str(len(body))),
-               *DATA_ANSWER_HEADERS]
+               (REQUEST_ID_HEADER, new_request_id()), *DATA_ANSWER_HEADERS]
     head = f"HTTP/1.1 {status_int} {phrase}\r\n" + "".join(f"{name}: {value}\r\n" for name, value in headers)
     write_nonblock(sock, (head + "\r\n").encode("latin-1") + body)
 

@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from service.api.security_headers import DATA_ANSWER_HEADERS
+from service.observability.request_id import REQUEST_ID_HEADER, chosen_request_id
 from service.problems import PROBLEM_MIMETYPE, problem_body
 from service.requester import REQUESTER, ClientGone
 from service.store import notify
@@ -161,12 +162,13 @@ def _content_length(environ: dict) -> int | None:
 
 def _timed_out(environ: dict, start_response: Callable, seconds: float) -> Iterable[bytes]:
     """408 (the caller closes the connection after it)."""
-    log.info("request body not received within %.0f s: %s %s", seconds,
-             environ.get("REQUEST_METHOD"), environ.get("PATH_INFO"))
+    request_id = chosen_request_id(environ.get("HTTP_X_REQUEST_ID", ""))
+    log.info("request body not received within %.0f s: %s %s (request %s)", seconds,
+             environ.get("REQUEST_METHOD"), environ.get("PATH_INFO"), request_id)
     body = problem_body(408, "request_timeout", "Request body too slow",
                         f"the request body did not arrive within {seconds:g} s").encode()
     start_response("408 Request Timeout", [("Content-Type", PROBLEM_MIMETYPE), ("Content-Length", str(len(body))),
-                                           *DATA_ANSWER_HEADERS])
+                                           (REQUEST_ID_HEADER, request_id), *DATA_ANSWER_HEADERS])
     return [body]
 
 

@@ -22,6 +22,17 @@ def is_acceptable_request_id(value: str) -> bool:
     return _ACCEPTABLE_ID.fullmatch(value) is not None
 
 
+def new_request_id() -> str:
+    """A fresh id: 32 random hex digits. Not a secret, only unique: the module's generator
+    (reseeded in each forked worker) spares every request a getrandom system call."""
+    return f"{random.getrandbits(128):032x}"
+
+
+def chosen_request_id(offered: str) -> str:
+    """The id of a request whose ``X-Request-ID`` header is ``offered`` ('' when absent)."""
+    return offered if is_acceptable_request_id(offered) else new_request_id()
+
+
 def current_request_id() -> str:
     """The id of the request being handled, chosen on first use and kept on ``flask.g``.
 
@@ -30,9 +41,6 @@ def current_request_id() -> str:
     """
     request_id = flask.g.get("request_id")
     if request_id is None:
-        offered = flask.request.headers.get(REQUEST_ID_HEADER, "")
-        # Not a secret, only unique: the module's generator (reseeded in each forked worker)
-        # spares every request a getrandom system call.
-        request_id = offered if is_acceptable_request_id(offered) else f"{random.getrandbits(128):032x}"
+        request_id = chosen_request_id(flask.request.headers.get(REQUEST_ID_HEADER, ""))
         flask.g.request_id = request_id
     return request_id

@@ -76,3 +76,17 @@ def test_the_body_deadline_s_408_carries_them_too():
     assert sent["headers"]["X-Content-Type-Options"] == "nosniff"
     assert sent["headers"]["Referrer-Policy"] == "no-referrer"
     assert directives(sent["headers"]["Content-Security-Policy"])["frame-ancestors"] == ["'none'"]
+
+
+@pytest.mark.parametrize(("offered", "echoed"), [("client-chosen.id_1", True), ("bad id\n", False), (None, False)])
+def test_the_408_carries_a_request_id_as_every_answer_does(offered, echoed):
+    from service.http_limits import _timed_out
+    from service.observability.request_id import is_acceptable_request_id
+
+    sent = {}
+    environ = {"REQUEST_METHOD": "POST", "PATH_INFO": "/v1/games"}
+    if offered is not None:
+        environ["HTTP_X_REQUEST_ID"] = offered
+    _timed_out(environ, lambda status, headers: sent.update(headers=dict(headers)), 10)
+    request_id = sent["headers"]["X-Request-ID"]
+    assert (request_id == offered) is echoed and is_acceptable_request_id(request_id)

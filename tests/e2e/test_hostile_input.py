@@ -11,6 +11,7 @@ from __future__ import annotations
 import http.client
 import socket
 import json
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
@@ -262,8 +263,9 @@ def test_requests_gunicorn_refuses_before_the_app_are_problems_too(
     phrase = http.HTTPStatus(status).phrase
     assert head.split(b"\r\n")[0] == f"HTTP/1.1 {status} {phrase}".encode()
     assert f"content-type: {PROBLEM}".encode() in head.lower()
-    # The security headers of every other answer.
+    # The security headers of every other answer, and a request id.
     assert b"x-content-type-options: nosniff" in head.lower() and b"frame-ancestors 'none'" in head.lower()
+    assert re.search(rb"\r\nx-request-id: [0-9a-f]{32}\r\n", head.lower() + b"\r\n")
     problem = json.loads(body)
     assert (problem["status"], problem["code"], problem["title"]) == (status, code, phrase)
     assert set(problem) == {"type", "title", "status", "detail", "code", "params"}
