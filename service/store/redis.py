@@ -33,7 +33,7 @@ from redis.backoff import ExponentialWithJitterBackoff
 from redis.cluster import RedisCluster
 from redis.commands.core import Script
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import OutOfMemoryError, RedisClusterException, RedisError
+from redis.exceptions import NoScriptError, OutOfMemoryError, RedisClusterException, RedisError
 from redis.retry import Retry
 
 from service import ids
@@ -218,6 +218,18 @@ class _Connection:
     notifier: notify.Notifier
 
 
+def _run(script: Script, keys: list[str], args: list[Any]) -> Any:
+    """``script`` run on the server. redis-py loads a script the server does not know and runs
+    it again, once; right after a Redis restart that second run has been seen to miss the
+    script too (SCRIPT EXISTS then said no: the load had not reached the restarted server), so
+    a miss is retried once more from the start. A missing script ran nothing, so nothing is
+    applied twice."""
+    try:
+        return script(keys=keys, args=args)
+    except NoScriptError:
+        return script(keys=keys, args=args)
+
+
 def _effects_args(effects: Effects) -> list[Any]:
     outbox = [value for entry in effects.outbox for value in entry.fields()]
     return [len(effects.events), *effects.events, len(effects.outbox), *outbox]
@@ -275,8 +287,8 @@ class RedisStore(GameStore):
                 _deadline_arg(effects), created_at_ms, keys.channel,
                 _event_count(effects), self._max_events, *_effects_args(effects)]
         with _store_errors():
-            found = self._connection().create(
-                keys=[keys.state, keys.events, keys.tombstone, keys.due, keys.outbox, *index], args=args)
+            found = _run(self._connection().create,
+                         keys=[keys.state, keys.events, keys.tombstone, keys.due, keys.outbox, *index], args=args)
         if found is None:
             return None
         found_version, found_state, found_fingerprint = found
@@ -313,8 +325,9 @@ class RedisStore(GameStore):
                 _deadline_arg(effects), keys.channel, _event_count(effects), self._max_events,
                 *reply, "1" if effects.index_finish else "0", *_effects_args(effects)]
         with _store_errors():
-            outcome = self._connection().save(
-                keys=[keys.state, keys.events, keys.tombstone, keys.due, keys.outbox, reply_key, *index], args=args)
+            outcome = _run(self._connection().save,
+                           keys=[keys.state, keys.events, keys.tombstone, keys.due, keys.outbox, reply_key, *index],
+                           args=args)
         if outcome == "missing":
             self._missing(keys)
         if outcome == "conflict":
@@ -327,7 +340,7 @@ class RedisStore(GameStore):
         keys = self._keys(game_id)
         after = max(after, 0)
         with _store_errors():
-            reply = self._connection().events(keys=[keys.state, keys.events], args=[after])
+            reply = _run(self._connection().events, keys=[keys.state, keys.events], args=[after])
         if reply is None:
             self._missing(keys)
         offset, found, archived = reply
@@ -345,7 +358,7 @@ class RedisStore(GameStore):
             built = self._connection()
             found = built.client.lrange(keys.events, 0, -1)
             if found:
-                built.archive(keys=[keys.state, keys.events], args=[len(found), archive.pack(found)])
+                _run(built.archive, keys=[keys.state, keys.events], args=[len(found), archive.pack(found)])
 
     def wait_for_events(self, game_id: str, after: int, timeout: float) -> list[str]:
         """Events numbered above ``after``, waiting up to ``timeout`` s while there are none.
