@@ -218,16 +218,19 @@ class _Connection:
     notifier: notify.Notifier
 
 
-def _run(script: Script, keys: list[str], args: list[Any]) -> Any:
-    """``script`` run on the server. redis-py loads a script the server does not know and runs
-    it again, once; right after a Redis restart that second run has been seen to miss the
-    script too (SCRIPT EXISTS then said no: the load had not reached the restarted server), so
-    a miss is retried once more from the start. A missing script ran nothing, so nothing is
-    applied twice."""
-    try:
-        return script(keys=keys, args=args)
-    except NoScriptError:
-        return script(keys=keys, args=args)
+class _ReloadingScript(Script):
+    """A script that misses the server's cache twice is run once more from the start.
+
+    redis-py loads a script the server does not know and runs it again, once; right after a
+    Redis restart that second run has been seen to miss the script too (SCRIPT EXISTS then
+    said no: the load had not reached the restarted server). A missing script ran nothing, so
+    nothing is applied twice."""
+
+    def __call__(self, keys=None, args=None, client=None):
+        try:
+            return super().__call__(keys, args, client)
+        except NoScriptError:
+            return super().__call__(keys, args, client)
 
 
 def _effects_args(effects: Effects) -> list[Any]:
@@ -287,8 +290,8 @@ class RedisStore(GameStore):
                 _deadline_arg(effects), created_at_ms, keys.channel,
                 _event_count(effects), self._max_events, *_effects_args(effects)]
         with _store_errors():
-            found = _run(self._connection().create,
-                         keys=[keys.state, keys.events, keys.tombstone, keys.due, keys.outbox, *index], args=args)
+            found = self._connection().create(
+                keys=[keys.state, keys.events, keys.tombstone, keys.due, keys.outbox, *index], args=args)
         if found is None:
             return None
         found_version, found_state, found_fingerprint = found
@@ -325,9 +328,8 @@ class RedisStore(GameStore):
                 _deadline_arg(effects), keys.channel, _event_count(effects), self._max_events,
                 *reply, "1" if effects.index_finish else "0", *_effects_args(effects)]
         with _store_errors():
-            outcome = _run(self._connection().save,
-                           keys=[keys.state, keys.events, keys.tombstone, keys.due, keys.outbox, reply_key, *index],
-                           args=args)
+            outcome = self._connection().save(
+                keys=[keys.state, keys.events, keys.tombstone, keys.due, keys.outbox, reply_key, *index], args=args)
         if outcome == "missing":
             self._missing(keys)
         if outcome == "conflict":
@@ -340,7 +342,7 @@ class RedisStore(GameStore):
         keys = self._keys(game_id)
         after = max(after, 0)
         with _store_errors():
-            reply = _run(self._connection().events, keys=[keys.state, keys.events], args=[after])
+            reply = self._connection().events(keys=[keys.state, keys.events], args=[after])
         if reply is None:
             self._missing(keys)
         offset, found, archived = reply
@@ -358,7 +360,7 @@ class RedisStore(GameStore):
             built = self._connection()
             found = built.client.lrange(keys.events, 0, -1)
             if found:
-                _run(built.archive, keys=[keys.state, keys.events], args=[len(found), archive.pack(found)])
+                built.archive(keys=[keys.state, keys.events], args=[len(found), archive.pack(found)])
 
     def wait_for_events(self, game_id: str, after: int, timeout: float) -> list[str]:
         """Events numbered above ``after``, waiting up to ``timeout`` s while there are none.
@@ -476,8 +478,8 @@ class RedisStore(GameStore):
                 if self._built is None:
                     client = _client(self._url, self._is_cluster, self._options)
                     self._built = _Connection(
-                        client, client.register_script(CREATE_LUA), client.register_script(SAVE_LUA),
-                        client.register_script(ARCHIVE_LUA), client.register_script(EVENTS_LUA),
+                        client, *(_ReloadingScript(client, text) for text in (CREATE_LUA, SAVE_LUA, ARCHIVE_LUA,
+                                                                               EVENTS_LUA)),
                         notify.Notifier(client, self._max_waiters),
                     )
         return self._built
