@@ -234,6 +234,20 @@ def test_unknown_routes_and_methods(table):
     assert "GET" in table.client.delete(f"/v1/games/{table.game_id}").headers["Allow"]
 
 
+@pytest.mark.parametrize(("path", "code"), [
+    ("/v1/games/{game}%2Fpass", "game_not_found"),  # an encoded slash is part of the id
+    ("/v1/games/{game}%2fevents", "game_not_found"),
+    ("/v1//games/{game}//pass", "not_found"),  # doubled slashes are not merged, nor redirected
+    ("/v1/games//{game}", "not_found"),
+])
+def test_paths_are_matched_as_written(table, path, code):
+    # Werkzeug's server and test client keep the target as sent in REQUEST_URI (gunicorn's
+    # RAW_URI: tests/e2e/test_hostile_input.py).
+    url = path.format(game=table.game_id)
+    send = table.client.post if url.endswith("pass") else table.client.get
+    refused(table, lambda: send(url, headers=table.auth(table.view()["hand"]["turn"])), 404, code)
+
+
 def test_creation_needs_the_api_key_when_configured(redis_url, key_prefix):
     app = build_app(REDIS_URL=redis_url, KEY_PREFIX=key_prefix, API_KEYS="k-one, k-two")
     client = app.test_client()

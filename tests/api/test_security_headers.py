@@ -64,22 +64,10 @@ def test_data_answers_may_load_nothing(client):
                 "default-src": ["'none'"], "frame-ancestors": ["'none'"]}, response.request.path
 
 
-def test_the_body_deadline_s_408_carries_them_too():
+@pytest.mark.parametrize(("offered", "echoed"), [("client-chosen.id_1", True), ("bad id\n", False), (None, False)])
+def test_the_body_deadline_s_408_carries_them_too_and_a_request_id(offered, echoed):
     # Written by service/http_limits.py outside Flask, as gunicorn's own refusals are by
     # service/gunicorn_conf.py (tests/e2e/test_hostile_input.py checks those on a real gunicorn).
-    from service.http_limits import _timed_out
-
-    sent = {}
-    body = _timed_out({"REQUEST_METHOD": "POST", "PATH_INFO": "/v1/games"},
-                      lambda status, headers: sent.update(status=status, headers=dict(headers)), 10)
-    assert sent["status"] == "408 Request Timeout" and b"request_timeout" in b"".join(body)
-    assert sent["headers"]["X-Content-Type-Options"] == "nosniff"
-    assert sent["headers"]["Referrer-Policy"] == "no-referrer"
-    assert directives(sent["headers"]["Content-Security-Policy"])["frame-ancestors"] == ["'none'"]
-
-
-@pytest.mark.parametrize(("offered", "echoed"), [("client-chosen.id_1", True), ("bad id\n", False), (None, False)])
-def test_the_408_carries_a_request_id_as_every_answer_does(offered, echoed):
     from service.http_limits import _timed_out
     from service.observability.request_id import is_acceptable_request_id
 
@@ -87,6 +75,10 @@ def test_the_408_carries_a_request_id_as_every_answer_does(offered, echoed):
     environ = {"REQUEST_METHOD": "POST", "PATH_INFO": "/v1/games"}
     if offered is not None:
         environ["HTTP_X_REQUEST_ID"] = offered
-    _timed_out(environ, lambda status, headers: sent.update(headers=dict(headers)), 10)
+    body = _timed_out(environ, lambda status, headers: sent.update(status=status, headers=dict(headers)), 10)
+    assert sent["status"] == "408 Request Timeout" and b"request_timeout" in b"".join(body)
+    assert sent["headers"]["X-Content-Type-Options"] == "nosniff"
+    assert sent["headers"]["Referrer-Policy"] == "no-referrer"
+    assert directives(sent["headers"]["Content-Security-Policy"])["frame-ancestors"] == ["'none'"]
     request_id = sent["headers"]["X-Request-ID"]
     assert (request_id == offered) is echoed and is_acceptable_request_id(request_id)
