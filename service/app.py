@@ -18,9 +18,15 @@ from service.games.setup import game_service
 from service.http_limits import RequestDeadlines
 from service.limits import init_limits
 from service.observability import init_observability
+from service.background.in_process import run_in_process
+from service.background.setup import IN_PROCESS, background_runner
+from service.ratings.service import RatingService
 from service.store import GameStore, store_from_url
+from service.store.areas import MemoryAreas, areas_of
 
 logger = logging.getLogger(__name__)
+
+BACKGROUND_EXTENSION = "ginrummy.background"
 
 
 def create_app(config: Config | Mapping[str, str] | None = None, store: GameStore | None = None) -> Flask:
@@ -46,7 +52,15 @@ def create_app(config: Config | Mapping[str, str] | None = None, store: GameStor
         logger.warning("ALLOW_ANONYMOUS_CREATE is on: anyone who reaches this service may create games")
     if not config.allow_anonymous_create and not config.api_keys:
         logger.warning("no API_KEYS and anonymous creation is off: no game can be created")
-    app.extensions[EXTENSION] = ServiceContext(config, store, game_service(config, store, observability))
+    games = game_service(config, store, observability)
+    areas = areas_of(store, config.key_prefix)
+    ratings = RatingService(lambda: areas.ratings, games.ctx.scope_of)
+    app.extensions[EXTENSION] = ServiceContext(config, store, games, ratings)
+    if isinstance(areas, MemoryAreas):
+        # Nothing else can reach this process's memory: its background work runs here.
+        runner = background_runner(config, games, areas, IN_PROCESS)
+        app.extensions[BACKGROUND_EXTENSION] = runner
+        run_in_process(runner, store.activity)
     register_problem_handlers(app)
     register_api(app)
     init_security_headers(app)

@@ -20,6 +20,8 @@ from werkzeug.serving import run_simple
 
 from service.api.docs.routes import openapi_text
 from service.app import create_app
+from service.background.setup import background_runner
+from service.store.areas import redis_areas
 from service.games.setup import game_service
 from service.store import store_from_url
 from service.config import EMBEDDED_STORE_URL, Config, ConfigError
@@ -81,8 +83,13 @@ def run_worker_command(args: argparse.Namespace) -> int:
     try:
         config = Config.from_env()
         timings = {name: getattr(args, name) for name in WORKER_TIMINGS if getattr(args, name) is not None}
-        games = game_service(config, store_from_url(config.redis_url, config.key_prefix, config.max_events_per_game))
-        return run_worker(config, games.settle, host=args.host, **timings)
+        store = store_from_url(config.redis_url, config.key_prefix, config.max_events_per_game)
+        games = game_service(config, store)
+
+        def background(client):
+            return background_runner(config, games, redis_areas(store, client, config.key_prefix))
+
+        return run_worker(config, games.settle, host=args.host, background=background, **timings)
     except (ConfigError, ValueError, OSError) as error:
         print(f"ginrummy worker: {error}", file=sys.stderr)
         return 2

@@ -29,13 +29,20 @@
 | LONG_POLL_MAX_WAITERS | 1000 (gunicorn: 3/4 of its worker connections) | long-polls one process holds at once; beyond, 503 ``long_poll_capacity`` with Retry-After |
 | REQUEST_BODY_TIMEOUT_SECONDS | 10 | a request body must arrive within this (gevent worker; each deadline falls in its last fifth), else 408 and the connection is closed |
 | RESPONSE_SEND_TIMEOUT_SECONDS | 10 | a client must take each part of an answer within this (gevent worker), else the connection is dropped |
+| RATING_INITIAL | 1500 | a new player's Glicko-2 rating (docs/ratings.md) |
+| RATING_INITIAL_RD | 350 | a new player's rating deviation |
+| RATING_INITIAL_VOLATILITY | 0.06 | a new player's volatility |
+| RATING_TAU | 0.5 | Glicko-2's tau: how fast volatility may change |
+| RATING_EPSILON | 0.000001 | Glicko-2's convergence tolerance for the volatility |
 """
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 
+from service.ratings import glicko2
 from service.tokens import SECRET_MIN_LENGTH
 from service.webhooks.callbacks import AllowedHosts, AllowedHostsError
 from service.webhooks.signing import SecretError, WebhookSecret
@@ -87,6 +94,12 @@ class Config:
     webhook_max_attempts: int = 8
     worker_port: int = 8001
     worker_graceful_seconds: int = 20
+    # Ratings (service/ratings)
+    rating_initial: float = 1500.0
+    rating_initial_rd: float = 350.0
+    rating_initial_volatility: float = 0.06
+    rating_tau: float = 0.5
+    rating_epsilon: float = 0.000001
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: str) -> Config:
@@ -140,12 +153,22 @@ class Config:
             webhook_max_attempts=_positive_int(source, "WEBHOOK_MAX_ATTEMPTS", cls.webhook_max_attempts),
             worker_port=_port(source, "WORKER_PORT", cls.worker_port),
             worker_graceful_seconds=_int_at_least(source, "WORKER_GRACEFUL_SECONDS", cls.worker_graceful_seconds, 0),
+            **{name: _positive_float(source, name.upper(), getattr(cls, name)) for name in RATING_SETTINGS},
         )
         if not embedded:
             _refuse_placeholders(config)
+        try:
+            config.glicko2()
+        except ValueError as error:
+            raise ConfigError(f"RATING_*: {error}") from None
         if config.server_secret is not None and len(config.server_secret) < SECRET_MIN_LENGTH:
             raise ConfigError(f"SERVER_SECRET must be at least {SECRET_MIN_LENGTH} characters")
         return config
+
+    def glicko2(self) -> glicko2.Settings:
+        """The Glicko-2 constants. Raises ValueError for values no rating may hold."""
+        return glicko2.Settings(self.rating_initial, self.rating_initial_rd, self.rating_initial_volatility,
+                                self.rating_tau, self.rating_epsilon)
 
     @property
     def is_embedded(self) -> bool:
@@ -161,6 +184,7 @@ class Config:
 
 
 _ENV_NAMES = tuple(f.name.upper() for f in fields(Config))
+RATING_SETTINGS = ("rating_initial", "rating_initial_rd", "rating_initial_volatility", "rating_tau", "rating_epsilon")
 
 
 def _int_at_least(source: Mapping[str, str], name: str, default: int, minimum: int,
@@ -176,6 +200,19 @@ def _int_at_least(source: Mapping[str, str], name: str, default: int, minimum: i
         raise ConfigError(f"{name} must be at least {minimum}, not {value}")
     if maximum is not None and value > maximum:
         raise ConfigError(f"{name} must be at most {maximum}, not {value}")
+    return value
+
+
+def _positive_float(source: Mapping[str, str], name: str, default: float) -> float:
+    raw = source.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be a number, not {raw!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise ConfigError(f"{name} must be a positive number, not {raw!r}")
     return value
 
 

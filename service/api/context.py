@@ -7,6 +7,7 @@ from flask import current_app
 
 from service.config import Config
 from service.games import GameService
+from service.ratings.service import RatingService
 from service.store.base import GameStore
 
 EXTENSION = "ginrummy"
@@ -17,6 +18,7 @@ class ServiceContext:
     config: Config
     store: GameStore
     games: GameService
+    ratings: RatingService
 
 
 def current() -> ServiceContext:

@@ -66,3 +66,13 @@ def refuse_unknown_api_key() -> None:
     learns it at its first request rather than at its first creation."""
     if "X-API-Key" in request.headers:
         api_key_owner(request, current().config.api_keys)
+
+
+def players_owner(request: Request) -> str | None:
+    """Whose players a request about players (ratings, tickets, invites) acts on: the key id of
+    its API key; None on an embedded store without API keys, whose players are one unscoped
+    set. Raises Unauthorized anywhere else without a valid key."""
+    config = current().config
+    if not config.api_keys and config.is_embedded:
+        return None
+    return required_api_key_owner(request, config.api_keys)

@@ -22,6 +22,7 @@ from service.api.parser import INVALID_JSON
 from service.problems import PROBLEM_MIMETYPE, PROBLEM_TYPE_PREFIX, problem_body
 from service.problems import problem as problem_json
 from service.rules import ADVICE_PER_HAND, GameError
+from service.rules.errors import declared_codes
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +115,20 @@ def problem_document(problem: Problem) -> dict:
 
 
 def _title(problem: Problem) -> str:
-    return TITLES.get(problem.code) or http.HTTPStatus(problem.status).phrase
+    return title_of(problem.code) or http.HTTPStatus(problem.status).phrase
+
+
+def title_of(code: str) -> str | None:
+    """The title of a code: the table's, or the one its error class declared."""
+    declared = declared_codes().get(code)
+    return TITLES.get(code) or (declared[1] if declared else None)
+
+
+def codes_of(status: int | str) -> tuple[str, ...]:
+    """Every code answered with ``status``: the table's and those error classes declared."""
+    declared = tuple(code for code, (answered, _) in declared_codes().items() if answered == status)
+    return PROBLEM_RESPONSES[status].codes + tuple(code for code in declared
+                                                    if code not in PROBLEM_RESPONSES[status].codes)
 
 
 def refusal_problem(error: GameError) -> Problem:
@@ -301,10 +315,10 @@ def problem_examples(examples: Mapping[str, dict]) -> dict[str, dict]:
     """The ``components/examples`` of every problem code: ``examples[code]`` when given (a real
     problem), else one made up from the code's title. Problem responses refer to them by code."""
     return {
-        code: {"summary": TITLES[code],
+        code: {"summary": title_of(code),
                "value": examples.get(code) or _validation_example(status, code) or _made_up(status, code)}
-        for status, response in PROBLEM_RESPONSES.items()
-        for code in response.codes
+        for status in PROBLEM_RESPONSES
+        for code in codes_of(status)
     }
 
 
@@ -330,7 +344,7 @@ def documents_problems(blp, problems: Mapping[int, Iterable[str]], limited: bool
     for a code its status is never answered with."""
     problems = {status: tuple(codes) for status, codes in problems.items()}
     for status, codes in problems.items():
-        unknown = set(codes) - set(PROBLEM_RESPONSES[status].codes)
+        unknown = set(codes) - set(codes_of(status))
         if unknown:
             raise ValueError(f"codes {sorted(unknown)} are not among the documented {status} problems")
 
@@ -398,7 +412,8 @@ def _validation_example(status: int | str, code: str) -> dict | None:
 
 def _made_up(status: int | str, code: str) -> dict:
     http_status = 500 if status == "default" else int(status)
-    return json.loads(problem_body(http_status, code, TITLES[code], EXAMPLE_DETAILS.get(code, TITLES[code]),
+    title = title_of(code)
+    return json.loads(problem_body(http_status, code, title, EXAMPLE_DETAILS.get(code, title),
                                    EXAMPLE_PARAMS.get(code)))
 
 

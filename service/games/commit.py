@@ -132,6 +132,7 @@ def effects_of(ctx: Context, game_id: str, after: Record, events: list[rules.Eve
     turn ``before`` tells whether one begins) and, in ``index_and_reply``, the player index
     and the idempotent response."""
     match = after.match
+    announced = notices.notices(game_id, after, before, events, ctx.now())
     return Effects(
         events=tuple(rules.encode_event(event) for event in events),
         event_count=match.event_count,
@@ -139,7 +140,8 @@ def effects_of(ctx: Context, game_id: str, after: Record, events: list[rules.Eve
         tombstone_ttl=ctx.settings.tombstone_ttl_seconds,
         timed=match.rules.turn_seconds is not None,
         deadline=deadline_of(match),
-        outbox=notices.outbox(game_id, after, before, events, ctx.now()),
+        outbox=notices.outbox(announced, after),
+        feed=notices.feed(announced, ctx.scope_of(after.owner)),
         **index_and_reply,
     )
 

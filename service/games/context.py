@@ -13,6 +13,10 @@ from service.tokens import ServerSecret
 from service.webhooks.callbacks import AllowedHosts
 
 
+# The scope of the players of an embedded store without API keys (a key id is hex: never this).
+UNSCOPED = "-"
+
+
 class Metrics(Protocol):
     """What the use cases report (``service.observability`` implements it)."""
 
@@ -37,6 +41,9 @@ class Settings:
     anonymous_create: bool = True
     create_quota_per_minute: int = 0
     webhook_allowed_hosts: AllowedHosts = AllowedHosts()
+    # Whether a request without an API key acts for everyone's players (the embedded store
+    # without API keys): then its players, ratings and streams are one unscoped set.
+    unscoped_players: bool = False
 
 
 @dataclass
@@ -63,3 +70,10 @@ class Context:
 
     def now(self) -> float:
         return self.clock()
+
+    def scope_of(self, owner: str | None) -> str | None:
+        """The players' scope of what the API key ``owner`` (None: no key) makes: its key id,
+        ``-`` for the unscoped players of an embedded store, or None (no one's players)."""
+        if owner is not None:
+            return owner
+        return UNSCOPED if self.settings.unscoped_players else None

@@ -39,6 +39,7 @@ class NewGame:
     seed: int | None = None
     metadata: dict | None = None
     callback_url: str | None = None
+    rated: bool = False
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,8 @@ def create(ctx: Context, new: NewGame, caller: Caller, idempotency_key: str | No
         raise NotAllowed("a seeded game needs an API key", code="seed_not_allowed", field="seed")
     if all(seat.level is not None for seat in new.seats):
         raise Unprocessable("at least one seat must be a person", code="no_human_seat", field="players")
+    if new.rated:
+        check_rated(ctx, caller.owner, new.seats)
     match_rules = rules.rules_for(new.variant, new.rules)
     callback = None if new.callback_url is None else check_callback_url(new.callback_url, settings.webhook_allowed_hosts)
     secret = ctx.secret()
@@ -110,7 +113,7 @@ def create(ctx: Context, new: NewGame, caller: Caller, idempotency_key: str | No
     seats = tuple(Seat(None if token is None else hash_token(token), seat.external_id, seat.metadata)
                   for seat, token in zip(new.seats, issued))
     record, events = started(ctx, Record(match, seats, caller.owner, new.metadata, callback,
-                                         created_at_ms=int(now * 1000)), events)
+                                         created_at_ms=int(now * 1000), rated=new.rated), events)
     created = store_new(ctx, game_id, record, events, fingerprint)
     if created is None:
         ctx.metrics.record_game_created(new.variant)
@@ -120,6 +123,25 @@ def create(ctx: Context, new: NewGame, caller: Caller, idempotency_key: str | No
         raise Unprocessable("this Idempotency-Key was already used for a different request",
                             field="Idempotency-Key", code="idempotency_key_reused")
     return replace(_created(game_id, existing, still_valid(existing, issued)), new=False)
+
+
+def check_rated(ctx: Context, owner: str | None, seats: tuple[NewSeat, ...]) -> None:
+    """A rated match needs players whose ratings it can keep: an API key to keep them under (or
+    the unscoped players of an embedded store), and a distinct external id on every person's seat.
+
+    Raises Unauthorized, Unprocessable (external_id_required, duplicate_external_id)."""
+    if ctx.scope_of(owner) is None:
+        raise Unauthorized("a rated match needs an API key, under which its players' ratings are kept",
+                           challenge='ApiKey header="X-API-Key"')
+    people = [(n, seat) for n, seat in enumerate(seats) if seat.level is None]
+    for n, seat in people:
+        if seat.external_id is None:
+            raise Unprocessable(f"seat {n} is a person without an external_id; a rated match needs one on every "
+                                "person's seat", code="external_id_required", field="players", params={"seat": n})
+    ids_given = [seat.external_id for _, seat in people]
+    if len(set(ids_given)) != len(ids_given):
+        raise Unprocessable("two seats of a rated match have the same external_id", code="duplicate_external_id",
+                            field="players")
 
 
 def started(ctx: Context, record: Record, events: list[rules.Event]) -> tuple[Record, list[rules.Event]]:
@@ -162,7 +184,8 @@ def rematch_record(ctx: Context, old: Record, new_id: str) -> tuple[Record, list
               for seat in old.seats]
     seats = tuple(Seat(None if token is None else hash_token(token), seat.external_id, seat.metadata)
                   for seat, token in zip(old.seats, issued))
-    record = Record(new_match, seats, old.owner, old.metadata, old.callback_url, created_at_ms=int(now * 1000))
+    record = Record(new_match, seats, old.owner, old.metadata, old.callback_url, created_at_ms=int(now * 1000),
+                    rated=old.rated)
     record, events = started(ctx, record, events)
     return record, events, issued
 

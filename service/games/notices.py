@@ -1,19 +1,23 @@
-"""The webhook deliveries a change of a game produces, for the outbox of its save.
+"""The notices a change of a game produces: webhook deliveries for the outbox of its save, and
+the same payloads as entries of the feed (the internal event stream, read by the ratings and
+the API keys' streams).
 
 Four types: ``turn`` (a person is to act), ``hand_over`` (a hand's result), ``match_over`` (the
 match's result: played out, resigned or aborted) and ``timeout`` (a person's deadline passed).
 Bodies hold what every seat may see anyway (a hand's cards only once it is over), never a
-token; they echo the integrator's ids and metadata. Each delivery's id is fixed by the event
-that caused it, so it stays the same across the worker's retries.
+token; they echo the integrator's ids and metadata. Each notice's id is fixed by the event
+that caused it, so it stays the same across the worker's retries and consumers' re-reads.
 """
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from enum import Enum
 
 from service import rules
 from service.games.record import Record
 from service.store.base import OutboxEntry
+from service.store.feed import FeedEntry
 
 
 class Notice(str, Enum):
@@ -21,6 +25,7 @@ class Notice(str, Enum):
     HAND_OVER = "hand_over"
     MATCH_OVER = "match_over"
     TIMEOUT = "timeout"
+    RATING_CHANGED = "rating_changed"
 
 
 # (hand number, seat to act) before a change: a turn notice goes out when it changes.
@@ -31,10 +36,34 @@ def turn_mark(match: rules.Match) -> TurnMark:
     return None if match.hand is None else (match.hand.number, match.hand.turn)
 
 
-def outbox(game_id: str, record: Record, before: TurnMark, events: list[rules.Event], now: float) -> tuple[OutboxEntry, ...]:
-    """The deliveries of a change that left the game as ``record`` (none without a callback URL)."""
+def outbox(notices: list[Notified], record: Record) -> tuple[OutboxEntry, ...]:
+    """The webhook deliveries of a change's notices (none without a callback URL)."""
     if record.callback_url is None:
         return ()
+    return tuple(OutboxEntry(notice.id, record.callback_url, notice.body, notice.subject, notice.type)
+                 for notice in notices)
+
+
+def feed(notices: list[Notified], scope: str | None) -> tuple[FeedEntry, ...]:
+    """The feed entries of a change's notices, for the API key ``scope`` (None: nobody reads
+    them: the match has no key to stream to and is not rated)."""
+    if scope is None:
+        return ()
+    return tuple(FeedEntry(notice.id, "game", notice.subject, notice.type, scope, notice.body) for notice in notices)
+
+
+@dataclass(frozen=True)
+class Notified:
+    """A notice with its stable id, ready to be delivered or fed."""
+
+    id: str
+    subject: str
+    type: str
+    body: str
+
+
+def notices(game_id: str, record: Record, before: TurnMark, events: list[rules.Event], now: float) -> list[Notified]:
+    """What a change that left the game as ``record`` announces."""
     match = record.match
     found: list[tuple[Notice, int, dict]] = []
     for event in events:
@@ -46,7 +75,13 @@ def outbox(game_id: str, record: Record, before: TurnMark, events: list[rules.Ev
             found.append((Notice.MATCH_OVER, event.seq, {"result": event.public}))
     if _turn_begins(match, before, events):
         found.append((Notice.TURN, match.event_count, _turn(match)))
-    return tuple(_entry(game_id, record, notice, seq, data, now) for notice, seq, data in found)
+    return [_notified(game_id, record, notice, seq, data, now) for notice, seq, data in found]
+
+
+def rating_changed(game_id: str, record: Record, changes: list[dict], now: float) -> list[Notified]:
+    """The announcement of a rated match's applied rating changes."""
+    return [_notified(game_id, record, Notice.RATING_CHANGED, record.match.event_count, {"rating_changes": changes},
+                      now)]
 
 
 def _turn_begins(match: rules.Match, before: TurnMark, events: list[rules.Event]) -> bool:
@@ -64,19 +99,20 @@ def _turn(match: rules.Match) -> dict:
             "deadline": None if hand.deadline is None else rules.iso_time(hand.deadline)}
 
 
-def _entry(game_id: str, record: Record, notice: Notice, seq: int, data: dict, now: float) -> OutboxEntry:
+def _notified(game_id: str, record: Record, notice: Notice, seq: int, data: dict, now: float) -> Notified:
     match = record.match
     body = {
         "type": notice.value,
         "timestamp": rules.iso_time(now),
         "data": {
             "game_id": game_id, "version": match.version, "status": match.status.value,
+            "variant": match.variant, "rated": record.rated,
             "metadata": record.metadata,
             "players": [{"seat": seat, "name": match.names[seat], "bot": match.is_bot(seat),
-                         "external_id": info.external_id, "metadata": info.metadata}
+                         "level": match.bots[seat], "external_id": info.external_id, "metadata": info.metadata}
                         for seat, info in enumerate(record.seats)],
             **data,
         },
     }
     text = json.dumps(body, separators=(",", ":"))
-    return OutboxEntry(f"wh_{game_id}_{seq}_{notice.value}", record.callback_url, text, game_id, notice.value)
+    return Notified(f"wh_{game_id}_{seq}_{notice.value}", game_id, notice.value, text)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 import orjson
 
 from service import rules
+from service.ratings.bots import BOT_RATINGS
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,7 @@ class Record:
     callback_url: str | None = None
     rematch_id: str | None = None
     created_at_ms: int = 0
+    rated: bool = False  # its result updates its players' ratings (service/ratings)
 
     @classmethod
     def parse(cls, text: str) -> Record:
@@ -52,7 +54,8 @@ class Record:
         external = data.get("x") or [None] * match.seat_count
         seat_metadata = data.get("pm") or [None] * match.seat_count
         seats = tuple(Seat(token, ext, meta) for token, ext, meta in zip(data["t"], external, seat_metadata))
-        return cls(match, seats, data.get("o"), data.get("md"), data.get("cb"), data.get("rm"), data.get("ca", 0))
+        return cls(match, seats, data.get("o"), data.get("md"), data.get("cb"), data.get("rm"), data.get("ca", 0),
+                   bool(data.get("rt")))
 
     def dump(self) -> str:
         """The text to store; the next load of it finds this very record in ``_RECENT``."""
@@ -66,7 +69,7 @@ class Record:
             "x": [seat.external_id for seat in self.seats] if any(s.external_id for s in self.seats) else None,
             "pm": [seat.metadata for seat in self.seats] if any(s.metadata for s in self.seats) else None,
             "o": self.owner, "md": self.metadata, "cb": self.callback_url, "rm": self.rematch_id,
-            "ca": self.created_at_ms or None,
+            "ca": self.created_at_ms or None, "rt": 1 if self.rated else None,
         }
         data.update({key: value for key, value in optional.items() if value is not None})
         return orjson.dumps(data).decode()
@@ -85,9 +88,13 @@ class Record:
     def view(self, game_id: str, viewer: int | None) -> dict:
         """The view of this game for ``viewer``: the engine's, with what the service adds."""
         view = {"id": game_id, **rules.view_for(self.match, viewer)}
+        view["rated"] = self.rated
         for player, seat in zip(view["players"], self.seats):
             player["external_id"] = seat.external_id
             player["metadata"] = seat.metadata
+            player["rating"] = None if player["level"] is None else BOT_RATINGS[player["level"]].rating
+        if view["result"] is not None:
+            view["result"]["rating_changes"] = None
         view["metadata"] = self.metadata
         view["rematch_id"] = self.rematch_id
         return view

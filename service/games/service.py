@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import functools
+import json
 import random
 import time
 from collections.abc import Callable
@@ -19,7 +20,7 @@ from typing import TypeVar
 
 from service import bots, ids, rules
 from service.games import create as creation
-from service.games import flow
+from service.games import flow, notices
 from service.games.commit import (Reply, Retry, commit, deadline_of, parsed, replayed, reply_key, seat_of,
                                   stored_reply)
 from service.games.context import Context
@@ -88,7 +89,27 @@ class GameService:
         Raises GameMissing/GameExpired, Unauthorized (unknown token), StoreError."""
         loaded, record = self._settled(game_id)
         viewer = None if token is None else seat_of(record, token)
-        return Reply(record.view(game_id, viewer), loaded.version)
+        view = record.view(game_id, viewer)
+        if loaded.ratings is not None:
+            view["result"]["rating_changes"] = json.loads(loaded.ratings)
+        return Reply(view, loaded.version)
+
+    @_counts_store_errors
+    def note_rating_changes(self, game_id: str, changes: list[dict]) -> None:
+        """Show a rated match's applied rating changes in its result and announce them
+        (``rating_changed``), once: a second call, or one for a match gone since, changes nothing.
+        Raises StoreError."""
+        try:
+            loaded = self.ctx.store.load(game_id)
+        except GameMissing:
+            return
+        if loaded.ratings is not None:
+            return
+        record = parsed(loaded)
+        announced = notices.rating_changed(game_id, record, changes, self.ctx.now())
+        self.ctx.store.note_ratings(game_id, json.dumps(changes, separators=(",", ":")),
+                                    notices.outbox(announced, record),
+                                    notices.feed(announced, self.ctx.scope_of(record.owner)))
 
     @_counts_store_errors
     def hint(self, game_id: str, token: str) -> dict:

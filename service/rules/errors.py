@@ -11,11 +11,25 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 
+# Every code a subclass declares, with its status and title (see GameError.titles).
+_DECLARED: dict[str, tuple[int, str]] = {}
+
+
 class GameError(Exception):
-    """Base of every refusal. ``status`` and the default ``code`` are class attributes."""
+    """Base of every refusal. ``status`` and the default ``code`` are class attributes.
+
+    A subclass may declare the codes it raises with their titles in ``titles``: they are then
+    known to the problem documents and the OpenAPI document without any central table to edit
+    (``declared_codes``)."""
 
     status = 422
     code = "invalid_request"
+    titles: Mapping[str, str] = {}
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        for code, title in cls.__dict__.get("titles", {}).items():
+            _DECLARED[code] = (cls.status, title)
 
     def __init__(self, detail: str, *, code: str | None = None, field: str | None = None,
                  params: Mapping[str, object] | None = None):
@@ -47,3 +61,8 @@ class Forbidden(GameError):
 
     status = 403
     code = "forbidden"
+
+
+def declared_codes() -> dict[str, tuple[int, str]]:
+    """Code -> (status, title) of every code a GameError subclass declared."""
+    return dict(_DECLARED)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from service.rules.errors import GameError
+from service.store.feed import FeedEntry
 
 # A store that failed answers with this many seconds of Retry-After.
 STORE_RETRY_AFTER_SECONDS = 1
@@ -79,6 +80,7 @@ class Loaded:
     version: int
     replay: str | None = None
     fingerprint: str = ""
+    ratings: str | None = None  # the rating changes of a rated match, once applied (JSON)
 
 
 @dataclass(frozen=True)
@@ -116,6 +118,7 @@ class Effects:
     gets the game now; ``index_finish``: players whose lists move the game from active to finished;
     ``index_keep``: players whose lists hold the game, kept at least as long as its tombstone
     (a save of a match played over weeks must not let its players' lists expire under it).
+    ``feed``: entries for the internal event stream of the game's shard (service/store/feed.py).
     """
 
     events: tuple[str, ...]
@@ -129,6 +132,7 @@ class Effects:
     index_finish: tuple[str, ...] = ()
     index_keep: tuple[str, ...] = ()
     reply: IdempotentResponse | None = None
+    feed: tuple[FeedEntry, ...] = ()
 
 
 class IndexList(str, Enum):
@@ -161,6 +165,13 @@ class GameStore(abc.ABC):
         """Replace the game iff it is still at ``expected_version``, with every effect.
 
         Raises VersionConflict, GameExpired, GameMissing, StoreFull (nothing written), StoreError."""
+
+    @abc.abstractmethod
+    def note_ratings(self, game_id: str, changes: str, outbox: tuple[OutboxEntry, ...],
+                     feed: tuple[FeedEntry, ...]) -> bool:
+        """Keep a finished rated match's rating changes with it and, in the same step, append
+        their announcements; once only: False (nothing done) when the match already has its
+        changes or is gone. Raises StoreFull, StoreError."""
 
     @abc.abstractmethod
     def events(self, game_id: str, after: int) -> list[str]:

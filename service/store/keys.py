@@ -4,6 +4,7 @@ Per game, under the hash tag ``{<game id>}``: ``:s`` (hash: v = version, s = sta
 creation fingerprint, o = events trimmed), ``:e`` (events), ``:x`` (tombstone),
 ``:i:<sha256>`` (idempotent responses), and the shard channel ``:n`` (SPUBLISH of the event
 count after every write). Per shard, under ``{s<k>}``: ``:outbox`` (webhook deliveries),
+``:feed`` (the internal event stream, service/store/feed.py),
 ``:due`` (turn deadlines), ``:p:<player>:active|finished`` (the player index).
 Keys of a game and of its shard share a slot, so one script may write both.
 """
@@ -23,6 +24,7 @@ class GameKeys:
     channel: str
     due: str
     outbox: str
+    feed: str
     prefix: str  # of this game's idempotent responses
 
     def reply(self, idempotency_key: str) -> str:
@@ -38,7 +40,7 @@ def game_keys(prefix: str, game_id: str) -> GameKeys:
     tag = f"{prefix}{{{game_id}}}"
     shard_tag = shard_prefix(prefix, shard)
     return GameKeys(f"{tag}:s", f"{tag}:e", f"{tag}:x", f"{tag}:n", f"{shard_tag}:due", f"{shard_tag}:outbox",
-                    f"{tag}:i:")
+                    f"{shard_tag}:feed", f"{tag}:i:")
 
 
 def shard_prefix(prefix: str, shard: int) -> str:

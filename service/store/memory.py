@@ -14,6 +14,11 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from service.rules.match import iso_time
+from service.store.feed import FeedEntry
+from service.store.feed_memory import MemoryFeed
+from service.store.memory_activity import Activity
+from service.store.ratings_memory import MemoryRatings
+from service.store.timers_memory import MemoryTimers
 from service.store.base import (
     Effects,
     GameExpired,
@@ -39,6 +44,7 @@ class _Game:
     expires_at: float
     fingerprint: str = ""
     trimmed: int = 0
+    ratings: str | None = None
 
 
 @dataclass(frozen=True)
@@ -67,6 +73,11 @@ class MemoryStore(GameStore):
         self._secret: str | None = None
         self.deadlines: dict[str, float] = {}
         self.outbox: deque[OutboxEntry] = deque(maxlen=OUTBOX_KEPT)
+        # What the in-process background loop serves (service/background/in_process.py).
+        self.activity = Activity()
+        self.feed = MemoryFeed(activity=self.activity)
+        self.timers = MemoryTimers(activity=self.activity)
+        self.ratings = MemoryRatings()
         self._max_events = max_events
         self._next_sweep = time.monotonic() + SWEEP_INTERVAL
 
@@ -95,7 +106,19 @@ class MemoryStore(GameStore):
             if idempotency_key is not None:
                 reply = self._live(self._replies, (game_id, idempotency_key), now)
                 replay = reply.value if reply else None
-            return Loaded(game.state, game.version, replay, game.fingerprint)
+            return Loaded(game.state, game.version, replay, game.fingerprint, game.ratings)
+
+    def note_ratings(self, game_id: str, changes: str, outbox: tuple[OutboxEntry, ...],
+                     feed: tuple[FeedEntry, ...]) -> bool:
+        """Keep the changes once, and append their announcements with them."""
+        with self._changed:
+            game = self._live_game(game_id, time.monotonic())
+            if game is None or game.ratings is not None:
+                return False
+            game.ratings = changes
+            self.outbox.extend(outbox)
+            self.feed.append(0, feed)
+            return True
 
     def save(self, game_id: str, expected_version: int, state: str, version: int, effects: Effects) -> None:
         """Replace the game iff at ``expected_version``. Raises VersionConflict, GameExpired, GameMissing."""
@@ -124,6 +147,7 @@ class MemoryStore(GameStore):
         self._tombstones[game_id] = _Expiring(iso_time(time.time() + effects.ttl),
                                               now + effects.ttl + effects.tombstone_ttl)
         self.outbox.extend(effects.outbox)
+        self.feed.append(0, effects.feed)
         if effects.timed:
             if effects.deadline is None:
                 self.deadlines.pop(game_id, None)

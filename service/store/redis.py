@@ -23,8 +23,7 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,12 +32,13 @@ from redis.backoff import ExponentialWithJitterBackoff
 from redis.cluster import RedisCluster
 from redis.commands.core import Script
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import NoScriptError, OutOfMemoryError, RedisClusterException, RedisError
+from redis.exceptions import NoScriptError, RedisClusterException, RedisError
 from redis.retry import Retry
 
 from service import ids
 from service.rules.match import iso_time
 from service.store import archive, notify
+from service.store.feed import FEED_MAX_LENGTH, FeedEntry
 from service.store.base import (
     Effects,
     GameExpired,
@@ -46,11 +46,11 @@ from service.store.base import (
     GameStore,
     IndexList,
     Loaded,
-    StoreError,
-    StoreFull,
+    OutboxEntry,
     VersionConflict,
 )
 from service.store.keys import GameKeys, game_keys, index_key
+from service.store.redis_errors import store_errors
 from service.store.quick_check import QuickCheckConnection, with_quick_check
 from service.store.redis_client import split_cluster_flag
 
@@ -87,8 +87,9 @@ OUTBOX_MAX_LENGTH = 50000
 SECRET_KEY = "server-secret"
 
 # Shared by both scripts: append events (trimming the oldest beyond the maximum), webhook
-# deliveries and the deadline; ARGV[i] is the count of events, then the events, then the
-# count of outbox entries and their fields (5 pairs each). Returns nothing.
+# deliveries, feed entries and the deadline; ARGV[i] is the count of events, then the events,
+# then the count of outbox entries and their fields (5 pairs each), then the count of feed
+# entries and their fields (6 pairs each). KEYS[6] is the shard's feed. Returns nothing.
 _EFFECTS_LUA = """
 -- A key lives at least ``seconds`` more (a longer life it already has is kept).
 local function keep_at_least(key, seconds)
@@ -115,6 +116,12 @@ local function effects(i, ttl, game, deadline, max_events, channel, event_count)
     local at = i + 1 + e * 10
     redis.call('XADD', KEYS[5], 'MAXLEN', '~', %d, '*', unpack(ARGV, at, at + 9))
   end
+  i = i + entries * 10 + 1
+  local fed = tonumber(ARGV[i])
+  for e = 0, fed - 1 do
+    local at = i + 1 + e * 12
+    redis.call('XADD', KEYS[6], 'MAXLEN', '~', %d, '*', unpack(ARGV, at, at + 11))
+  end
   if deadline == '-' then
     redis.call('ZREM', KEYS[4], game)
   elseif deadline ~= '' then
@@ -122,9 +129,9 @@ local function effects(i, ttl, game, deadline, max_events, channel, event_count)
   end
   redis.call('SPUBLISH', channel, event_count)
 end
-""" % OUTBOX_MAX_LENGTH
+""" % (OUTBOX_MAX_LENGTH, FEED_MAX_LENGTH)
 
-# KEYS: state, events, tombstone, due, outbox, index keys...
+# KEYS: state, events, tombstone, due, outbox, feed, index keys...
 # ARGV: 1 version, 2 state, 3 ttl, 4 tombstone ttl, 5 expires at, 6 fingerprint, 7 game id,
 #       8 deadline, 9 index score, 10 channel, 11 event count, 12 max events, 13... effects
 CREATE_LUA = "#!lua\n" + _EFFECTS_LUA + """
@@ -136,7 +143,7 @@ local ttl = tonumber(ARGV[3])
 redis.call('HSET', KEYS[1], 'v', ARGV[1], 's', ARGV[2], 'f', ARGV[6], 'o', 0)
 redis.call('EXPIRE', KEYS[1], ttl)
 redis.call('SET', KEYS[3], ARGV[5], 'EX', ttl + tonumber(ARGV[4]))
-for k = 6, #KEYS do
+for k = 7, #KEYS do
   redis.call('ZADD', KEYS[k], ARGV[9], ARGV[7])
   keep_at_least(KEYS[k], ttl + tonumber(ARGV[4]))
 end
@@ -144,7 +151,7 @@ effects(13, ttl, ARGV[7], ARGV[8], tonumber(ARGV[12]), ARGV[10], ARGV[11])
 return false
 """
 
-# KEYS: state, events, tombstone, due, outbox, reply, then the (active, finished) index pairs
+# KEYS: state, events, tombstone, due, outbox, feed, reply, then the (active, finished) index pairs
 #       of the game's players: kept as long as the game's tombstone.
 # ARGV: 1 expected version, 2 version, 3 state, 4 ttl, 5 tombstone ttl, 6 expires at,
 #       7 game id, 8 deadline, 9 channel, 10 event count, 11 max events, 12 reply ttl
@@ -157,9 +164,9 @@ local ttl = tonumber(ARGV[4])
 redis.call('HSET', KEYS[1], 'v', ARGV[2], 's', ARGV[3])
 redis.call('EXPIRE', KEYS[1], ttl)
 redis.call('SET', KEYS[3], ARGV[6], 'EX', ttl + tonumber(ARGV[5]))
-if ARGV[12] ~= '0' then redis.call('SET', KEYS[6], ARGV[13], 'EX', ARGV[12]) end
+if ARGV[12] ~= '0' then redis.call('SET', KEYS[7], ARGV[13], 'EX', ARGV[12]) end
 local kept = ttl + tonumber(ARGV[5])
-for k = 7, #KEYS, 2 do
+for k = 8, #KEYS, 2 do
   if ARGV[14] == '1' then
     local score = redis.call('ZSCORE', KEYS[k], ARGV[7])
     if score then
@@ -206,6 +213,28 @@ return {offset, found, archived}
 """
 
 
+# KEYS: state, outbox, feed. ARGV: 1 the changes, 2 count of outbox entries and their fields (5
+# pairs each), then the count of feed entries and theirs (6 pairs each).
+# The changes are kept once (HSETNX) and announced only by the call that kept them.
+NOTE_RATINGS_LUA = """#!lua
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if redis.call('HSETNX', KEYS[1], 'r', ARGV[1]) == 0 then return 0 end
+local i = 2
+local entries = tonumber(ARGV[i])
+for e = 0, entries - 1 do
+  local at = i + 1 + e * 10
+  redis.call('XADD', KEYS[2], 'MAXLEN', '~', %d, '*', unpack(ARGV, at, at + 9))
+end
+i = i + entries * 10 + 1
+local fed = tonumber(ARGV[i])
+for e = 0, fed - 1 do
+  local at = i + 1 + e * 12
+  redis.call('XADD', KEYS[3], 'MAXLEN', '~', %d, '*', unpack(ARGV, at, at + 11))
+end
+return 1
+""" % (OUTBOX_MAX_LENGTH, FEED_MAX_LENGTH)
+
+
 @dataclass(frozen=True)
 class _Connection:
     """A client with its pool, and the scripts registered on it."""
@@ -215,6 +244,7 @@ class _Connection:
     save: Script
     archive: Script
     events: Script
+    note_ratings: Script
     notifier: notify.Notifier
 
 
@@ -235,7 +265,8 @@ class _ReloadingScript(Script):
 
 def _effects_args(effects: Effects) -> list[Any]:
     outbox = [value for entry in effects.outbox for value in entry.fields()]
-    return [len(effects.events), *effects.events, len(effects.outbox), *outbox]
+    feed = [value for entry in effects.feed for value in entry.fields()]
+    return [len(effects.events), *effects.events, len(effects.outbox), *outbox, len(effects.feed), *feed]
 
 
 def _deadline_arg(effects: Effects) -> str:
@@ -289,9 +320,9 @@ class RedisStore(GameStore):
         args = [version, state, effects.ttl, effects.tombstone_ttl, _expiry(effects.ttl), fingerprint, game_id,
                 _deadline_arg(effects), created_at_ms, keys.channel,
                 _event_count(effects), self._max_events, *_effects_args(effects)]
-        with _store_errors():
+        with store_errors():
             found = self._connection().create(
-                keys=[keys.state, keys.events, keys.tombstone, keys.due, keys.outbox, *index], args=args)
+                keys=[keys.state, keys.events, keys.tombstone, keys.due, keys.outbox, keys.feed, *index], args=args)
         if found is None:
             return None
         found_version, found_state, found_fingerprint = found
@@ -302,15 +333,25 @@ class RedisStore(GameStore):
 
         Raises GameExpired, GameMissing, StoreError."""
         keys = self._keys(game_id)
-        with _store_errors():
+        with store_errors():
             pipe = self._connection().client.pipeline(transaction=False)
-            pipe.hmget(keys.state, "v", "s", "f")
+            pipe.hmget(keys.state, "v", "s", "f", "r")
             if idempotency_key is not None:
                 pipe.get(keys.reply(idempotency_key))
-            (version, state, fingerprint), *replay = pipe.execute()
+            (version, state, fingerprint, ratings), *replay = pipe.execute()
         if version is None:
             self._missing(keys)
-        return Loaded(state, int(version), replay[0] if replay else None, fingerprint or "")
+        return Loaded(state, int(version), replay[0] if replay else None, fingerprint or "", ratings)
+
+    def note_ratings(self, game_id: str, changes: str, outbox: tuple[OutboxEntry, ...],
+                     feed: tuple[FeedEntry, ...]) -> bool:
+        """HSETNX the changes and append their announcements, in one round trip. Raises StoreFull,
+        StoreError."""
+        keys = self._keys(game_id)
+        args = [changes, len(outbox), *(value for entry in outbox for value in entry.fields()),
+                len(feed), *(value for entry in feed for value in entry.fields())]
+        with store_errors():
+            return bool(self._connection().note_ratings(keys=[keys.state, keys.outbox, keys.feed], args=args))
 
     def save(self, game_id: str, expected_version: int, state: str, version: int, effects: Effects) -> None:
         """Replace the game iff at ``expected_version``, with every effect, in one round trip.
@@ -327,9 +368,10 @@ class RedisStore(GameStore):
         args = [expected_version, version, state, effects.ttl, effects.tombstone_ttl, _expiry(effects.ttl), game_id,
                 _deadline_arg(effects), keys.channel, _event_count(effects), self._max_events,
                 *reply, "1" if effects.index_finish else "0", *_effects_args(effects)]
-        with _store_errors():
+        with store_errors():
             outcome = self._connection().save(
-                keys=[keys.state, keys.events, keys.tombstone, keys.due, keys.outbox, reply_key, *index], args=args)
+                keys=[keys.state, keys.events, keys.tombstone, keys.due, keys.outbox, keys.feed, reply_key,
+                      *index], args=args)
         if outcome == "missing":
             self._missing(keys)
         if outcome == "conflict":
@@ -341,7 +383,7 @@ class RedisStore(GameStore):
         Raises GameExpired, GameMissing, StoreError."""
         keys = self._keys(game_id)
         after = max(after, 0)
-        with _store_errors():
+        with store_errors():
             reply = self._connection().events(keys=[keys.state, keys.events], args=[after])
         if reply is None:
             self._missing(keys)
@@ -356,7 +398,7 @@ class RedisStore(GameStore):
         """Replace a finished game's list of events by one compressed text in its state hash
         (``events`` answers as before): two round trips. Raises StoreError."""
         keys = self._keys(game_id)
-        with _store_errors():
+        with store_errors():
             built = self._connection()
             found = built.client.lrange(keys.events, 0, -1)
             if found:
@@ -404,7 +446,7 @@ class RedisStore(GameStore):
         """The next ``limit`` entries of the index after ``before`` as (score, game, key), and
         those of them whose game still lives as (score, game, state)."""
         top = "+inf" if before is None else before[0]
-        with _store_errors():
+        with store_errors():
             client = self._connection().client
             pipe = client.pipeline(transaction=False)
             for key in keys:
@@ -425,14 +467,14 @@ class RedisStore(GameStore):
 
     def schedule(self, game_id: str, deadline: float) -> None:
         """ZADD the deadline to the shard's schedule. Raises StoreError."""
-        with _store_errors():
+        with store_errors():
             self._connection().client.zadd(self._keys(game_id).due, {game_id: deadline})
 
     def count(self, key: str, window_seconds: int) -> int:
         """INCR the counter of the current window (it expires with the window). Raises StoreError."""
         window = int(time.time() // window_seconds)
         name = f"{self._prefix}count:{key}:{window}"
-        with _store_errors():
+        with store_errors():
             pipe = self._connection().client.pipeline(transaction=False)
             pipe.incr(name)
             pipe.expire(name, window_seconds + 1)
@@ -442,15 +484,23 @@ class RedisStore(GameStore):
     def shared_secret(self, proposed: str) -> str:
         """The secret stored at ``<prefix>server-secret``: set once, never expires. Raises StoreError."""
         name = self._prefix + SECRET_KEY
-        with _store_errors():
+        with store_errors():
             client = self._connection().client
             client.set(name, proposed, nx=True)
             return client.get(name)
 
     def check(self) -> None:
         """PING. Raises StoreError unless Redis answers now."""
-        with _store_errors():
+        with store_errors():
             self._connection().client.ping()
+
+    @property
+    def client(self) -> Redis | RedisCluster:
+        """The client this store talks through, for the other stores of the same deployment
+        (ratings, the feed, timers): one pool per process. Raises StoreError while a cluster's
+        layout cannot be read."""
+        with store_errors():
+            return self._connection().client
 
     def close(self) -> None:
         """Close the subscriptions and the pool's connections."""
@@ -460,7 +510,7 @@ class RedisStore(GameStore):
 
     def _missing(self, keys: GameKeys) -> None:
         """Raise GameExpired when the game's tombstone says when it expired, else GameMissing."""
-        with _store_errors():
+        with store_errors():
             expired_at = self._connection().client.get(keys.tombstone)
         if expired_at:
             raise GameExpired(expired_at)
@@ -479,7 +529,7 @@ class RedisStore(GameStore):
                     client = _client(self._url, self._is_cluster, self._options)
                     self._built = _Connection(
                         client, *(_ReloadingScript(client, text) for text in (CREATE_LUA, SAVE_LUA, ARCHIVE_LUA,
-                                                                               EVENTS_LUA)),
+                                                                               EVENTS_LUA, NOTE_RATINGS_LUA)),
                         notify.Notifier(client, self._max_waiters),
                     )
         return self._built
@@ -517,16 +567,3 @@ def _retry_policy() -> Retry:
         supported_errors=(RedisConnectionError,),
     )
 
-
-@contextmanager
-def _store_errors() -> Iterator[None]:
-    """Turn every redis-py failure into StoreError (HTTP 503): StoreFull when Redis refused a
-    write for lack of memory (a script with the ``#!lua`` shebang is refused before it runs)."""
-    try:
-        yield
-    except OutOfMemoryError as error:
-        logger.warning("redis is out of memory: writes are refused")
-        raise StoreFull() from error
-    except (RedisError, RedisClusterException) as error:
-        logger.error("game store unavailable: %s: %s", type(error).__name__, error)
-        raise StoreError() from error

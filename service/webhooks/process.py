@@ -9,7 +9,8 @@ from __future__ import annotations
 import logging
 import signal
 import threading
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from redis import Redis
@@ -32,6 +33,14 @@ from service.webhooks.worker import Settle, Worker, WorkerSettings
 
 logger = logging.getLogger(__name__)
 
+
+class Background(Protocol):
+    """What the worker runs beside its deliveries (service/background/runner.py)."""
+
+    def start(self) -> Background: ...
+    def stop(self) -> None: ...
+    def join(self, timeout: float) -> bool: ...
+
 # Readers block in XREADGROUP for WorkerSettings.block_seconds; a socket timeout shorter
 # than that would cut every idle read off as an error.
 SOCKET_TIMEOUT_MARGIN_SECONDS = 5.0
@@ -52,9 +61,12 @@ def redis_options(block_seconds: float) -> dict[str, Any]:
     }
 
 
-def run_worker(config: Config, settle: Settle, *, host: str = "0.0.0.0", **tuning: Any) -> int:
+def run_worker(config: Config, settle: Settle, *, host: str = "0.0.0.0",
+               background: Callable[[Redis | RedisCluster], Background] | None = None, **tuning: Any) -> int:
     """Run the worker until SIGTERM or SIGINT; returns the exit status (0).
 
+    ``background`` builds, on the worker's client, the runner of the feed's other consumers and
+    of the timers (service/background), started and stopped with the deliveries.
     ``tuning`` overrides WorkerSettings fields (lease_seconds, backoff_base_seconds, ...)
     beyond what the configuration sets. Must run on the main thread (signal handlers).
     Raises ConfigError without WEBHOOK_SECRET or without a Redis REDIS_URL, OSError when
@@ -91,12 +103,17 @@ def run_worker(config: Config, settle: Settle, *, host: str = "0.0.0.0", **tunin
                         settings=settings, metrics=metrics)
         running["worker"] = worker
         worker.start()
+        runner = None if background is None else background(client).start()
         while not stop.wait(1.0):
             pass
         logger.info("stopping: finishing deliveries in flight",
                     extra={FIELDS_ATTRIBUTE: {"graceful_seconds": config.worker_graceful_seconds}})
         worker.stop()
+        if runner is not None:
+            runner.stop()
         worker.join(config.worker_graceful_seconds)
+        if runner is not None:
+            runner.join(config.worker_graceful_seconds)
         sender.close()
         client.close()
     health.close()

@@ -16,6 +16,7 @@ from redis import Redis
 from redis.cluster import RedisCluster
 from redis.exceptions import NoScriptError, RedisClusterException, RedisError, ResponseError
 
+from service.store.timers_redis import CLAIM_DUE_LUA, RELEASE_CLAIMED_LUA
 from service.webhooks.entries import GROUP, ShardKeys
 
 # KEYS: outbox, retry, dead.
@@ -39,28 +40,6 @@ elseif ARGV[4] == 'dead' then
   redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[7], '*', unpack(ARGV, 8))
 end
 return 1
-"""
-
-# KEYS: a sorted set scored by due time. ARGV: now, lease until, count.
-# Takes up to ``count`` due members and pushes their score to the lease's end: a worker that
-# dies holding them lets them come due again then.
-CLAIM_DUE_LUA = """#!lua
-local due = redis.call('ZRANGE', KEYS[1], '-inf', ARGV[1], 'BYSCORE', 'LIMIT', 0, ARGV[3])
-for _, member in ipairs(due) do
-  redis.call('ZADD', KEYS[1], 'XX', ARGV[2], member)
-end
-return due
-"""
-
-# KEYS: due. ARGV: game id, the lease score its claim set.
-# Removes the deadline only if nobody rescheduled it since the claim: a save that set the
-# game's next deadline must not be undone.
-RELEASE_DEADLINE_LUA = """#!lua
-local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
-if score and tonumber(score) == tonumber(ARGV[2]) then
-  return redis.call('ZREM', KEYS[1], ARGV[1])
-end
-return 0
 """
 
 # KEYS: outbox. ARGV: group, idle ms, the calling consumer's name.
@@ -111,7 +90,7 @@ class Queues:
         self._dead_maxlen = dead_maxlen
         self._finish = client.register_script(FINISH_LUA)
         self._claim_due = client.register_script(CLAIM_DUE_LUA)
-        self._release_deadline = client.register_script(RELEASE_DEADLINE_LUA)
+        self._release_deadline = client.register_script(RELEASE_CLAIMED_LUA)
         self._prune_consumers = client.register_script(PRUNE_CONSUMERS_LUA)
         self._autoclaim_cursor: dict[int, str] = {}
         self._keys: dict[int, ShardKeys] = {}

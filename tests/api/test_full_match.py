@@ -51,7 +51,7 @@ def expected_result(view: dict, hands_won: dict[int, int], scores: dict[int, int
             "shutout_bonus": rules["shutout_bonus"] if seat == winner and shutout else 0,
         }
         players.append({"seat": seat, "hand_points": scores[seat], **bonuses, "total": scores[seat] + sum(bonuses.values())})
-    return {"status": "finished", "winner": winner, "forfeit": None, "players": players}
+    return {"status": "finished", "winner": winner, "forfeit": None, "players": players, "rating_changes": None}
 
 
 def play_match(table: Table, checker: SpecChecker) -> tuple[dict, int, list[str]]:

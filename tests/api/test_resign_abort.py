@@ -63,7 +63,10 @@ def test_resigning_ends_the_match_with_totals_as_they_stand(app, variant, leader
                                   "shutout_bonus": 0, "total": scores[s]} for s in sorted(scores)]
     new = session.sync()
     assert [(e.type.value, e.seat) for e in new] == [("resign", resigning), ("match_finished", None)]
+    # The event is the result as the match ended; the view adds the rating changes (none: unrated).
+    assert result.pop("rating_changes") is None
     assert new[1].public == result and all(e.turn is None for e in new)
+    result["rating_changes"] = None
     assert session.view(None)["result"] == result
 
 
@@ -93,7 +96,7 @@ def test_abort_ends_the_match_without_a_winner(app):
     assert view["status"] == "aborted" and view["hand"] is None and "you" not in view
     assert view["result"] == {"status": "aborted", "winner": None, "forfeit": None, "players": [
         {"seat": s, "hand_points": scores[s], "game_bonus": 0, "line_bonus": 0, "shutout_bonus": 0,
-         "total": scores[s]} for s in (0, 1)]}
+         "total": scores[s]} for s in (0, 1)], "rating_changes": None}
     assert [(e.type.value, e.seat) for e in session.sync()] == [("abort", None), ("match_finished", None)]
     body = assert_problem(session.post(0, "draw", {"source": "stock"}), 409, "game_finished")
     assert body["params"] == {"status": "aborted"}

@@ -116,10 +116,15 @@ class CreateGameRequestSchema(ma.Schema):
                   "maxLength": MAX_URL_LENGTH},
     )
 
+    rated = StrictBoolean(
+        load_default=False,
+        metadata=doc("Whether the result updates the players' ratings (Glicko-2, per API key and variant; "
+                     "docs/ratings.md): every person's seat then needs an `external_id`", False))
+
     @ma.post_load
     def _new_game(self, data, **kwargs):
         return NewGame(data["variant"], tuple(data["players"]), data.get("rules"), data.get("seed"),
-                       data.get("metadata"), data.get("callback_url"))
+                       data.get("metadata"), data.get("callback_url"), data["rated"])
 
 
 def _variant_request(variant: str, seats: int) -> type[ma.Schema]:

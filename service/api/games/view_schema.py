@@ -62,6 +62,9 @@ class PlayerSchema(ResponseSchema):
     external_id = F.String(required=True, allow_none=True, metadata=doc("Your id for this player, if you gave one",
                                                                        "user-4711"))
     metadata = metadata_doc("Your data about this seat, if you gave any", {"avatar": "fox"}, required=True)
+    rating = F.Float(required=True, allow_none=True,
+                     metadata=doc("A bot's fixed rating on the players' Glicko-2 scale (docs/ratings.md); null for "
+                                  "a person", 1500.0))
 
 
 class KnockOnTableSchema(ResponseSchema):
@@ -214,12 +217,25 @@ class ResultPlayerSchema(ResponseSchema):
     total = F.Integer(required=True, metadata=doc("Sum of the above", 264))
 
 
+class RatingChangeSchema(ResponseSchema):
+    seat = F.Integer(required=True, metadata=doc("Seat of a person", 0))
+    external_id = F.String(required=True, metadata=doc("The person's external id", "user-4711"))
+    before = F.Float(required=True, metadata=doc("Rating before the match (a new player's initial rating)", 1500.0))
+    after = F.Float(required=True, metadata=doc("Rating after the match", 1662.31))
+    delta = F.Float(required=True, metadata=doc("`after` minus `before`", 162.31))
+    rd = F.Float(required=True, metadata=doc("Rating deviation after the match", 290.32))
+    volatility = F.Float(required=True, metadata=doc("Volatility after the match", 0.059999))
+
+
 class ResultSchema(ResponseSchema):
     status = F.String(required=True, validate=ma.validate.OneOf([Status.FINISHED.value, Status.ABORTED.value]),
                       metadata=doc("`finished` (played out or resigned) or `aborted`", "finished"))
     winner = F.Integer(required=True, allow_none=True, metadata=doc("Seat that won the match (null when aborted)", 0))
     forfeit = F.Integer(required=True, allow_none=True, metadata=doc("The seat that resigned, if one did", 1))
     players = nested_list(ResultPlayerSchema, "Final figures per seat", required=True)
+    rating_changes = nested_list(RatingChangeSchema, "A rated match's changes to its people's ratings, once "
+                                 "applied (within about a second of the end); null before, and for an unrated or "
+                                 "aborted match", required=True, allow_none=True)
 
 
 class GameViewSchema(ResponseSchema):
@@ -230,6 +246,7 @@ class GameViewSchema(ResponseSchema):
     variant = enum_field(VARIANT, "Variant", "classic", required=True)
     status = enum_field(MATCH_STATUS, "`active`, `finished` or `aborted`", "active", required=True)
     seeded = F.Boolean(required=True, metadata=doc("Whether the match was created with a seed", False))
+    rated = F.Boolean(required=True, metadata=doc("Whether the result updates the players' ratings", False))
     rules = F.Nested(RulesSchema, required=True, metadata=doc("The rule options of this match", Rules().as_dict()))
     players = nested_list(PlayerSchema, "Every seat", required=True)
     hand = nested(HandSchema, "The hand in play (null once the match is over)", required=True, allow_none=True)

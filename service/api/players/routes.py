@@ -39,12 +39,17 @@ class PlayerGames(MethodView):
         Matches that expired are left out.
         """
         owner = required_api_key_owner(request, current().config.api_keys)
-        if len(external_id) > EXTERNAL_ID_MAX:
-            raise InvalidInput(f"an external id has at most {EXTERNAL_ID_MAX} characters", field="external_id",
-                               params={"max_length": EXTERNAL_ID_MAX})
-        page = current().games.player_games(owner, external_id, query["status"] == "finished",
+        page = current().games.player_games(owner, checked_external_id(external_id), query["status"] == "finished",
                                             query.get("cursor"), query["limit"])
         response = current_app.json.response(page)
         response.cache_control.private = True
         response.cache_control.no_cache = True
         return response
+
+
+def checked_external_id(external_id: str) -> str:
+    """The external id of a path. Raises InvalidInput when it is longer than any seat's may be."""
+    if len(external_id) > EXTERNAL_ID_MAX:
+        raise InvalidInput(f"an external id has at most {EXTERNAL_ID_MAX} characters", field="external_id",
+                           params={"max_length": EXTERNAL_ID_MAX})
+    return external_id

@@ -1,0 +1,21 @@
+"""The consumers and timer handlers of one deployment, for whichever process runs them: the
+``ginrummy worker`` on Redis, the service's own process on the embedded store."""
+from __future__ import annotations
+
+from service.background.runner import Runner, RunnerSettings
+from service.config import Config
+from service.games import GameService
+from service.ratings.applier import RatingsApplier
+from service.ratings.bots import BOT_RATINGS
+from service.store.areas import Areas
+
+# On the embedded store the loop is woken by every change that concerns it, so a blocking read
+# never needs to wait (service/background/in_process.py).
+IN_PROCESS = RunnerSettings(block_seconds=0.0)
+
+
+def background_runner(config: Config, games: GameService, areas: Areas,
+                      settings: RunnerSettings = RunnerSettings()) -> Runner:
+    """A runner (not started) of every consumer and timer of the service."""
+    consumers = [RatingsApplier(areas.ratings, games.note_rating_changes, BOT_RATINGS, config.glicko2())]
+    return Runner(areas.feed, areas.timers, consumers, {}, settings)
