@@ -20,6 +20,7 @@ from service.limits import init_limits
 from service.observability import init_observability
 from service.background.in_process import run_in_process
 from service.background.setup import IN_PROCESS, background_runner
+from service.matchmaking.setup import invites, quick_play
 from service.ratings.service import RatingService
 from service.store import GameStore, store_from_url
 from service.store.areas import MemoryAreas, areas_of
@@ -55,7 +56,8 @@ def create_app(config: Config | Mapping[str, str] | None = None, store: GameStor
     games = game_service(config, store, observability)
     areas = areas_of(store, config.key_prefix)
     ratings = RatingService(lambda: areas.ratings, games.ctx.scope_of)
-    app.extensions[EXTENSION] = ServiceContext(config, store, games, ratings)
+    app.extensions[EXTENSION] = ServiceContext(config, store, games, ratings, quick_play(config, games, areas),
+                                               invites(config, games, areas))
     if isinstance(areas, MemoryAreas):
         # Nothing else can reach this process's memory: its background work runs here.
         runner = background_runner(config, games, areas, IN_PROCESS)

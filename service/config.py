@@ -34,6 +34,13 @@
 | RATING_INITIAL_VOLATILITY | 0.06 | a new player's volatility |
 | RATING_TAU | 0.5 | Glicko-2's tau: how fast volatility may change |
 | RATING_EPSILON | 0.000001 | Glicko-2's convergence tolerance for the volatility |
+| MATCHMAKING_TICKET_SECONDS | 900 | a quick-play ticket nobody matched expires this long after it was queued |
+| MATCHMAKING_MAX_OPEN_TICKETS | 50000 | waiting tickets one API key may hold; beyond, 429 `ticket_limit_reached` |
+| MATCHMAKING_GAP_INITIAL | 100 | a rated ticket's accepted rating gap when queued, either side |
+| MATCHMAKING_GAP_PER_SECOND | 10 | how much that gap widens per second of waiting |
+| MATCHMAKING_GAP_MAX | 600 | the widest it gets |
+| INVITE_MAX_OPEN | 10000 | open invites one API key may hold; beyond, 429 `invite_limit_reached` |
+| INVITE_ACCEPTS_PER_MINUTE | 60 | invite acceptances (right or wrong codes) one API key may try per minute; 0: no limit |
 """
 from __future__ import annotations
 
@@ -100,6 +107,14 @@ class Config:
     rating_initial_volatility: float = 0.06
     rating_tau: float = 0.5
     rating_epsilon: float = 0.000001
+    # Quick play and invites (service/matchmaking)
+    matchmaking_ticket_seconds: int = 900
+    matchmaking_max_open_tickets: int = 50_000
+    matchmaking_gap_initial: int = 100
+    matchmaking_gap_per_second: int = 10
+    matchmaking_gap_max: int = 600
+    invite_max_open: int = 10_000
+    invite_accepts_per_minute: int = 60
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: str) -> Config:
@@ -154,7 +169,20 @@ class Config:
             worker_port=_port(source, "WORKER_PORT", cls.worker_port),
             worker_graceful_seconds=_int_at_least(source, "WORKER_GRACEFUL_SECONDS", cls.worker_graceful_seconds, 0),
             **{name: _positive_float(source, name.upper(), getattr(cls, name)) for name in RATING_SETTINGS},
+            matchmaking_ticket_seconds=_positive_int(source, "MATCHMAKING_TICKET_SECONDS",
+                                                     cls.matchmaking_ticket_seconds),
+            matchmaking_max_open_tickets=_positive_int(source, "MATCHMAKING_MAX_OPEN_TICKETS",
+                                                       cls.matchmaking_max_open_tickets),
+            matchmaking_gap_initial=_int_at_least(source, "MATCHMAKING_GAP_INITIAL", cls.matchmaking_gap_initial, 0),
+            matchmaking_gap_per_second=_int_at_least(source, "MATCHMAKING_GAP_PER_SECOND",
+                                                     cls.matchmaking_gap_per_second, 0),
+            matchmaking_gap_max=_int_at_least(source, "MATCHMAKING_GAP_MAX", cls.matchmaking_gap_max, 0),
+            invite_max_open=_positive_int(source, "INVITE_MAX_OPEN", cls.invite_max_open),
+            invite_accepts_per_minute=_int_at_least(source, "INVITE_ACCEPTS_PER_MINUTE",
+                                                    cls.invite_accepts_per_minute, 0),
         )
+        if config.matchmaking_gap_max < config.matchmaking_gap_initial:
+            raise ConfigError("MATCHMAKING_GAP_MAX must be at least MATCHMAKING_GAP_INITIAL")
         if not embedded:
             _refuse_placeholders(config)
         try:

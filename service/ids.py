@@ -25,6 +25,7 @@ SHARDS = 16
 SLOT_COUNT = 16384
 GAME_ID_PREFIX = "g_"
 GAME_ID_PATTERN = re.compile(r"g_[A-Za-z0-9_-]{22}")
+_ID_CHARS = re.compile(r"[A-Za-z0-9_-]+")
 # 20 random characters (120 bits) and two chosen ones that place the id in a shard's slot.
 _RANDOM_CHARS = 20
 _ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
@@ -65,33 +66,56 @@ def shard_of(game_id: str) -> int | None:
 
 def is_game_id(text: str) -> bool:
     """Whether ``text`` is a well-formed game id of one of the shards (nothing else can exist)."""
-    return GAME_ID_PATTERN.fullmatch(text) is not None and shard_of(text) is not None
+    return is_placed_id(GAME_ID_PREFIX, text)
 
 
-def new_game_id() -> str:
-    """A fresh, unguessable game id in a shard chosen uniformly (so a cluster's load spreads)."""
-    shard = secrets.randbelow(SHARDS)
-    while True:
-        found = _placed(GAME_ID_PREFIX + secrets.token_urlsafe(15), (shard,))
-        if found:
-            return found
+def is_placed_id(prefix: str, text: str) -> bool:
+    """Whether ``text`` is an id that ``new_id(prefix)`` or ``derived_id(prefix, ...)`` could give."""
+    return (len(text) == len(prefix) + _RANDOM_CHARS + 2 and text.startswith(prefix)
+            and _ID_CHARS.fullmatch(text, len(prefix)) is not None and shard_of(text) is not None)
 
 
-def derived_game_id(key: bytes, label: str) -> str:
+def new_game_id(shard: int | None = None) -> str:
+    """A fresh, unguessable game id in ``shard`` (None: one chosen uniformly, so a cluster's load
+    spreads)."""
+    return new_id(GAME_ID_PREFIX, shard)
+
+
+def derived_game_id(key: bytes, label: str, shard: int | None = None) -> str:
     """A game id that is a function of ``key`` and ``label`` (the same inputs, the same id):
     how a retried creation or a rematch finds the match that an earlier call made."""
-    for attempt in range(1000):
-        digest = hmac.new(key, f"{label}:{attempt}".encode(), hashlib.sha256).digest()
-        prefix = GAME_ID_PREFIX + base64.urlsafe_b64encode(digest[:15]).decode()
-        found = _placed(prefix, range(SHARDS))
+    return derived_id(GAME_ID_PREFIX, key, label, shard)
+
+
+def new_id(prefix: str, shard: int | None = None) -> str:
+    """A fresh, unguessable id (``prefix`` and 22 characters) whose slot is ``shard``'s (None:
+    a shard chosen uniformly)."""
+    shard = secrets.randbelow(SHARDS) if shard is None else shard
+    while True:
+        found = _placed(prefix + secrets.token_urlsafe(15), (shard,))
         if found:
             return found
-    raise RuntimeError("no id found")  # (1 - 1/4)^16 per attempt: never in practice
+
+
+def derived_id(prefix: str, key: bytes, label: str, shard: int | None = None) -> str:
+    """An id placed like ``new_id``'s that is a function of ``key``, ``label`` and ``shard``."""
+    shards = range(SHARDS) if shard is None else (shard,)
+    for attempt in range(1000):
+        digest = hmac.new(key, f"{label}:{attempt}".encode(), hashlib.sha256).digest()
+        found = _placed(prefix + base64.urlsafe_b64encode(digest[:15]).decode(), shards)
+        if found:
+            return found
+    raise RuntimeError("no id found")  # (3/4)^16 per attempt in any shard, 3/4 in one: never in practice
+
+
+def shard_of_name(name: str) -> int:
+    """The shard of something named by a text that was not placed (a queue, an invite code)."""
+    return crc16(name.encode("utf-8", "surrogatepass")) % SHARDS
 
 
 def _placed(prefix: str, shards) -> str | None:
     """``prefix`` plus the two characters that put it into the first of ``shards`` they can."""
-    assert len(prefix) == len(GAME_ID_PREFIX) + _RANDOM_CHARS
+    assert len(prefix) == len(GAME_ID_PREFIX) + _RANDOM_CHARS  # every prefix is two characters long
     with_zeros = crc16(b"\0\0", crc16(prefix.encode())) & _SLOT_MASK
     for shard in shards:
         suffix = _SUFFIX_BY_SLOT_BITS.get(with_zeros ^ SHARD_SLOTS[shard])

@@ -44,6 +44,8 @@ def register_api(app: Flask) -> ProblemApi:
     from service.api.health.routes import blp as health_blp
     from service.api.players.routes import blp as players_blp
     from service.api.problems import problem_examples, problem_responses
+    from service.api.invites.routes import blp as invites_blp
+    from service.api.matchmaking.routes import blp as matchmaking_blp
     from service.api.ratings.routes import blp as ratings_blp
     from service.api.vocabulary import COMPONENTS
 
@@ -73,9 +75,10 @@ def register_api(app: Flask) -> ProblemApi:
         components.response(name, response)
     for name, schema in {**COMPONENTS, **event_components()}.items():
         components.schema(name, schema)
-    for blp in (games_blp, players_blp, ratings_blp, hands_blp, health_blp, docs_blp):
+    platform = (ratings_blp, matchmaking_blp, invites_blp)
+    for blp in (games_blp, players_blp, *platform, hands_blp, health_blp, docs_blp):
         api.register_blueprint(blp)
-    for blp in (games_blp, players_blp, ratings_blp, hands_blp):
+    for blp in (games_blp, players_blp, *platform, hands_blp):
         app.before_request_funcs.setdefault(blp.name, []).append(refuse_unknown_api_key)
     app.register_blueprint(assets)
     document = openapi.finish(api.spec.to_dict(), examples.responses)

@@ -7,6 +7,8 @@ from flask import current_app
 
 from service.config import Config
 from service.games import GameService
+from service.matchmaking.invites import Invites
+from service.matchmaking.service import QuickPlay
 from service.ratings.service import RatingService
 from service.store.base import GameStore
 
@@ -19,6 +21,8 @@ class ServiceContext:
     store: GameStore
     games: GameService
     ratings: RatingService
+    quick_play: QuickPlay
+    invites: Invites
 
 
 def current() -> ServiceContext:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from service.background.runner import Runner, RunnerSettings
 from service.config import Config
 from service.games import GameService
+from service.matchmaking.setup import invites, quick_play
 from service.ratings.applier import RatingsApplier
 from service.ratings.bots import BOT_RATINGS
 from service.store.areas import Areas
@@ -18,4 +19,6 @@ def background_runner(config: Config, games: GameService, areas: Areas,
                       settings: RunnerSettings = RunnerSettings()) -> Runner:
     """A runner (not started) of every consumer and timer of the service."""
     consumers = [RatingsApplier(areas.ratings, games.note_rating_changes, BOT_RATINGS, config.glicko2())]
-    return Runner(areas.feed, areas.timers, consumers, {}, settings)
+    quick, invited = quick_play(config, games, areas), invites(config, games, areas)
+    handlers = {"ticket": quick.on_ticket_timer, "queue": quick.on_queue_timer, "invite": invited.on_timer}
+    return Runner(areas.feed, areas.timers, consumers, handlers, settings)

@@ -17,6 +17,8 @@ from service.games.commit import deadline_of, effects_of
 from service.games.context import Context
 from service.games.errors import NotAllowed, TooMany, Unauthorized, Unprocessable
 from service.games.record import Record, Seat
+from service.store.base import Claim, GameMissing, OutboxEntry
+from service.store.feed import FeedEntry
 from service.tokens import hash_token
 from service.webhooks.callbacks import check_callback_url
 
@@ -125,6 +127,56 @@ def create(ctx: Context, new: NewGame, caller: Caller, idempotency_key: str | No
     return replace(_created(game_id, existing, still_valid(existing, issued)), new=False)
 
 
+@dataclass(frozen=True)
+class Seating:
+    """A match that others than its players asked for (quick play, an invite): who sits where,
+    under whose API key, and what it takes (``claims``) as it is created."""
+
+    variant: str
+    seats: tuple[NewSeat, ...]
+    rules: dict
+    owner: str | None
+    rated: bool
+    callback_url: str | None
+    label: str  # what the seats' tokens are derived from, with the game id and the seat
+
+
+def create_seated(ctx: Context, game_id: str, seating: Seating, claims: tuple[Claim, ...],
+                  feed: tuple[FeedEntry, ...] = (), outbox: tuple[OutboxEntry, ...] = ()) -> Record:
+    """Create the match of ``seating`` under ``game_id`` together with its claims, or find it
+    made already (the same id is derived by whoever pairs the same tickets). Each person's token
+    is ``seat_token(ctx, game_id, label, seat)``. Raises ClaimLost (a claim no longer holds:
+    nothing written), StoreError."""
+    match, events = rules.new_match(seating.variant, [seat.name for seat in seating.seats],
+                                    rules.rules_for(seating.variant, seating.rules), None,
+                                    [seat.level for seat in seating.seats], ctx.now())
+    seats = tuple(Seat(None if seat.level else hash_token(seat_token(ctx, game_id, seating.label, n)),
+                       seat.external_id, seat.metadata) for n, seat in enumerate(seating.seats))
+    record, events = started(ctx, Record(match, seats, seating.owner, None, seating.callback_url,
+                                         created_at_ms=int(ctx.now() * 1000), rated=seating.rated), events)
+    found = store_new(ctx, game_id, record, events, claims=claims, feed=feed, outbox=outbox)
+    if found is None:
+        ctx.metrics.record_game_created(seating.variant)
+        return record
+    return found[0]
+
+
+def seat_token(ctx: Context, game_id: str, label: str, seat: int) -> str:
+    """The token of a seat of a match made by quick play or an invite (derived: the ticket and
+    the invite hand it out again without the service storing it)."""
+    return ctx.secret().derived_token(game_id, label, str(seat))
+
+
+def current_token(ctx: Context, game_id: str, seat: int, token: str) -> str | None:
+    """``token`` if it is still the seat's token (not replaced since); None otherwise, or when the
+    match is gone. Raises StoreError."""
+    try:
+        record = Record.parse(ctx.store.load(game_id).state)
+    except GameMissing:
+        return None
+    return token if record.seats[seat].token_hash == hash_token(token) else None
+
+
 def check_rated(ctx: Context, owner: str | None, seats: tuple[NewSeat, ...]) -> None:
     """A rated match needs players whose ratings it can keep: an API key to keep them under (or
     the unscoped players of an embedded store), and a distinct external id on every person's seat.
@@ -152,12 +204,16 @@ def started(ctx: Context, record: Record, events: list[rules.Event]) -> tuple[Re
 
 
 def store_new(ctx: Context, game_id: str, record: Record, events: list[rules.Event],
-              fingerprint: str = "") -> tuple[Record, str] | None:
-    """Store a ``started`` match under ``game_id``.
+              fingerprint: str = "", claims: tuple[Claim, ...] = (), feed: tuple[FeedEntry, ...] = (),
+              outbox: tuple[OutboxEntry, ...] = ()) -> tuple[Record, str] | None:
+    """Store a ``started`` match under ``game_id`` (taking ``claims``, and appending ``feed`` and
+    ``outbox`` entries of others' besides its own).
 
     Returns None when it was stored, or (the record already there, its fingerprint)."""
     effects = effects_of(ctx, game_id, record, events, None, unstarted_ttl(ctx, record.match),
                          index_add=tuple(record.players()))
+    if claims or feed or outbox:
+        effects = replace(effects, claims=claims, feed=effects.feed + feed, outbox=effects.outbox + outbox)
     found = ctx.store.create(game_id, record.dump(), record.match.version, effects, fingerprint, record.created_at_ms)
     if found is None:
         return None

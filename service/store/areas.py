@@ -15,6 +15,9 @@ from service.store.base import GameStore
 from service.store.feed import Feed
 from service.store.feed_memory import MemoryFeed
 from service.store.feed_redis import RedisFeed
+from service.store.matchmaking import InviteStore, TicketStore
+from service.store.matchmaking_memory import MemoryInvites, MemoryTickets
+from service.store.matchmaking_redis import RedisInvites, RedisTickets
 from service.store.memory import MemoryStore
 from service.store.ratings import RatingStore
 from service.store.ratings_redis import RedisRatings
@@ -23,17 +26,20 @@ from service.store.timers_redis import RedisTimers
 
 
 class Areas:
-    """``games``, ``ratings``, ``feed`` and ``timers`` of one backend."""
+    """``games``, ``ratings``, ``feed``, ``timers``, ``tickets`` and ``invites`` of one backend."""
 
     games: GameStore
     ratings: RatingStore
     feed: Feed
     timers: Timers
+    tickets: TicketStore
+    invites: InviteStore
 
 
 class MemoryAreas(Areas):
     def __init__(self, games: MemoryStore) -> None:  # or a store wrapping one
         self.games, self.ratings, self.feed, self.timers = games, games.ratings, games.feed, games.timers
+        self.tickets, self.invites = MemoryTickets(games), MemoryInvites(games)
 
 
 class RedisAreas(Areas):
@@ -43,6 +49,14 @@ class RedisAreas(Areas):
         self.games = games
         self._client_of = client_of
         self._prefix = prefix
+
+    @cached_property
+    def tickets(self) -> TicketStore:
+        return RedisTickets(self._client_of(), self._prefix, self.games.notifier)
+
+    @cached_property
+    def invites(self) -> InviteStore:
+        return RedisInvites(self._client_of(), self._prefix, self.games.notifier)
 
     @cached_property
     def ratings(self) -> RatingStore:

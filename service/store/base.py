@@ -107,6 +107,26 @@ class OutboxEntry:
 
 
 @dataclass(frozen=True)
+class Claim:
+    """A ticket or invite that a new game takes (``kind`` "ticket" or "invite", its ``id``): it
+    must still be at ``version`` with status ``expect``; it then becomes ``data`` (its new text,
+    at ``version`` + 1, with status ``status``), leaves its queue (tickets) and loses its timer."""
+
+    kind: str
+    id: str
+    version: int
+    expect: str
+    status: str
+    data: str
+    queue: str | None = None
+    timer: str | None = None
+
+
+class ClaimLost(Exception):
+    """A claimed ticket or invite changed before the game could take it: nothing was written."""
+
+
+@dataclass(frozen=True)
 class Effects:
     """What a write does besides the state: all of it in the same atomic step.
 
@@ -133,6 +153,7 @@ class Effects:
     index_keep: tuple[str, ...] = ()
     reply: IdempotentResponse | None = None
     feed: tuple[FeedEntry, ...] = ()
+    claims: tuple[Claim, ...] = ()
 
 
 class IndexList(str, Enum):
@@ -150,9 +171,11 @@ class GameStore(abc.ABC):
     @abc.abstractmethod
     def create(self, game_id: str, state: str, version: int, effects: Effects, fingerprint: str = "",
                created_at_ms: int = 0) -> Loaded | None:
-        """Store a new game, unless one with this id exists: then return it, unchanged.
+        """Store a new game, unless one with this id exists: then return it, unchanged. With
+        ``effects.claims`` (the game's shard must be theirs) the claims are taken in the same step.
 
-        Raises StoreFull (nothing written), StoreError."""
+        Raises ClaimLost (a claim no longer holds: nothing written), StoreFull (nothing
+        written), StoreError."""
 
     @abc.abstractmethod
     def load(self, game_id: str, idempotency_key: str | None = None) -> Loaded:

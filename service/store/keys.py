@@ -50,3 +50,40 @@ def shard_prefix(prefix: str, shard: int) -> str:
 def index_key(prefix: str, shard: int, player: str, which: str) -> str:
     """A player's index list (``active`` or ``finished``) in one shard."""
     return f"{shard_prefix(prefix, shard)}:p:{player}:{which}"
+
+
+@dataclass(frozen=True)
+class ClaimKeys:
+    """Where a ticket or an invite is kept: its hash (``s`` status, ``v`` version, ``d`` data),
+    the channel its changes are published on, and its queue (tickets)."""
+
+    hash: str
+    channel: str
+    queue: str | None
+
+
+def ticket_keys(prefix: str, ticket_id: str, queue: str | None = None) -> ClaimKeys:
+    """A ticket's keys: its id is placed in its queue's shard, so they share that slot."""
+    tag = f"{prefix}{{{ticket_id}}}"
+    shard = ids.shard_of(ticket_id)
+    return ClaimKeys(f"{tag}:t", f"{tag}:n", None if queue is None or shard is None else queue_key(prefix, shard, queue))
+
+
+def queue_key(prefix: str, shard: int, queue: str) -> str:
+    """A quick-play queue: its waiting tickets scored by when they were queued (ms)."""
+    return f"{shard_prefix(prefix, shard)}:q:{queue}"
+
+
+def invite_keys(prefix: str, code: str) -> ClaimKeys:
+    """An invite's keys, in the shard its code names."""
+    base = f"{shard_prefix(prefix, ids.shard_of_name(code))}:inv:{code}"
+    return ClaimKeys(base, f"{base}:n", None)
+
+
+def claim_keys(prefix: str, kind: str, claim_id: str, queue: str | None) -> ClaimKeys:
+    return ticket_keys(prefix, claim_id, queue) if kind == "ticket" else invite_keys(prefix, claim_id)
+
+
+def scope_key(prefix: str, scope: str, name: str) -> str:
+    """A key of one API key's own (its players' open tickets, its invites, its stream)."""
+    return f"{prefix}{{k:{scope}}}:{name}"

@@ -16,10 +16,12 @@ from dataclasses import dataclass, field
 from service.rules.match import iso_time
 from service.store.feed import FeedEntry
 from service.store.feed_memory import MemoryFeed
+from service.store.matchmaking_memory import Claimables
 from service.store.memory_activity import Activity
 from service.store.ratings_memory import MemoryRatings
 from service.store.timers_memory import MemoryTimers
 from service.store.base import (
+    ClaimLost,
     Effects,
     GameExpired,
     GameMissing,
@@ -78,6 +80,7 @@ class MemoryStore(GameStore):
         self.feed = MemoryFeed(activity=self.activity)
         self.timers = MemoryTimers(activity=self.activity)
         self.ratings = MemoryRatings()
+        self.claimables = Claimables()  # tickets and invites (service/store/matchmaking_memory.py)
         self._max_events = max_events
         self._next_sweep = time.monotonic() + SWEEP_INTERVAL
 
@@ -90,6 +93,10 @@ class MemoryStore(GameStore):
             existing = self._live_game(game_id, now)
             if existing is not None:
                 return Loaded(existing.state, existing.version, None, existing.fingerprint)
+            if not all(self.claimables.holds(claim) for claim in effects.claims):
+                raise ClaimLost(game_id)
+            for claim in effects.claims:
+                self.claimables.take(claim, self.timers)
             game = _Game(state, version, [], now + effects.ttl, fingerprint)
             self._games[game_id] = game
             for player in effects.index_add:

@@ -19,6 +19,7 @@ at once (greenlets under gevent), plus one subscription connection per node.
 """
 from __future__ import annotations
 
+import json
 import logging
 import random
 import threading
@@ -40,6 +41,8 @@ from service.rules.match import iso_time
 from service.store import archive, notify
 from service.store.feed import FEED_MAX_LENGTH, FeedEntry
 from service.store.base import (
+    Claim,
+    ClaimLost,
     Effects,
     GameExpired,
     GameMissing,
@@ -49,7 +52,8 @@ from service.store.base import (
     OutboxEntry,
     VersionConflict,
 )
-from service.store.keys import GameKeys, game_keys, index_key
+from service.store.keys import GameKeys, claim_keys, game_keys, index_key
+from service.store.timers_redis import timers_key
 from service.store.redis_errors import store_errors
 from service.store.quick_check import QuickCheckConnection, with_quick_check
 from service.store.redis_client import split_cluster_flag
@@ -131,23 +135,41 @@ local function effects(i, ttl, game, deadline, max_events, channel, event_count)
 end
 """ % (OUTBOX_MAX_LENGTH, FEED_MAX_LENGTH)
 
-# KEYS: state, events, tombstone, due, outbox, feed, index keys...
-# ARGV: 1 version, 2 state, 3 ttl, 4 tombstone ttl, 5 expires at, 6 fingerprint, 7 game id,
-#       8 deadline, 9 index score, 10 channel, 11 event count, 12 max events, 13... effects
+# KEYS: state, events, tombstone, due, outbox, feed, timers, then each claim's hash and queue
+#       (the hash again when it has none), then the index keys.
+# ARGV: 1 the claims (JSON: per claim v version, e expected status, s new status, d new data,
+#       c its channel, m its member in its queue, t its timer member or ''), 2 the number of
+#       claims, then 3 version, 4 state, 5 ttl, 6 tombstone ttl, 7 expires at, 8 fingerprint,
+#       9 game id, 10 deadline, 11 index score, 12 channel, 13 event count, 14 max events,
+#       15... effects
+# Returns the existing game (v, s, f), 'lost' when a claim no longer holds, or false: created.
 CREATE_LUA = "#!lua\n" + _EFFECTS_LUA + """
 local found = redis.call('HMGET', KEYS[1], 'v', 's', 'f')
 if found[1] then return found end
+local claims = cjson.decode(ARGV[1])
+local claimed = tonumber(ARGV[2])
+for c = 1, claimed do
+  local held = redis.call('HMGET', KEYS[6 + c * 2], 's', 'v')
+  if held[1] ~= claims[c].e or tonumber(held[2]) ~= claims[c].v then return 'lost' end
+end
 -- a list left over from an expired game with this id must not leak into the new one
 redis.call('DEL', KEYS[2])
-local ttl = tonumber(ARGV[3])
-redis.call('HSET', KEYS[1], 'v', ARGV[1], 's', ARGV[2], 'f', ARGV[6], 'o', 0)
+local ttl = tonumber(ARGV[5])
+redis.call('HSET', KEYS[1], 'v', ARGV[3], 's', ARGV[4], 'f', ARGV[8], 'o', 0)
 redis.call('EXPIRE', KEYS[1], ttl)
-redis.call('SET', KEYS[3], ARGV[5], 'EX', ttl + tonumber(ARGV[4]))
-for k = 7, #KEYS do
-  redis.call('ZADD', KEYS[k], ARGV[9], ARGV[7])
-  keep_at_least(KEYS[k], ttl + tonumber(ARGV[4]))
+redis.call('SET', KEYS[3], ARGV[7], 'EX', ttl + tonumber(ARGV[6]))
+for k = 8 + claimed * 2, #KEYS do
+  redis.call('ZADD', KEYS[k], ARGV[11], ARGV[9])
+  keep_at_least(KEYS[k], ttl + tonumber(ARGV[6]))
 end
-effects(13, ttl, ARGV[7], ARGV[8], tonumber(ARGV[12]), ARGV[10], ARGV[11])
+for c = 1, claimed do
+  local claim = claims[c]
+  redis.call('HSET', KEYS[6 + c * 2], 's', claim.s, 'v', claim.v + 1, 'd', claim.d)
+  if KEYS[7 + c * 2] ~= KEYS[6 + c * 2] then redis.call('ZREM', KEYS[7 + c * 2], claim.m) end
+  if claim.t ~= '' then redis.call('ZREM', KEYS[7], claim.t) end
+  redis.call('SPUBLISH', claim.c, claim.v + 1)
+end
+effects(15, ttl, ARGV[9], ARGV[10], tonumber(ARGV[14]), ARGV[12], ARGV[13])
 return false
 """
 
@@ -317,14 +339,18 @@ class RedisStore(GameStore):
         keys = self._keys(game_id)
         shard = ids.shard_of(game_id)
         index = [index_key(self._prefix, shard, player, IndexList.ACTIVE.value) for player in effects.index_add]
-        args = [version, state, effects.ttl, effects.tombstone_ttl, _expiry(effects.ttl), fingerprint, game_id,
-                _deadline_arg(effects), created_at_ms, keys.channel,
-                _event_count(effects), self._max_events, *_effects_args(effects)]
+        claim_keys, claims = self._claims(effects.claims)
+        args = [json.dumps(claims) if claims else "[]", len(claims), version, state, effects.ttl,
+                effects.tombstone_ttl, _expiry(effects.ttl), fingerprint, game_id, _deadline_arg(effects),
+                created_at_ms, keys.channel, _event_count(effects), self._max_events, *_effects_args(effects)]
         with store_errors():
             found = self._connection().create(
-                keys=[keys.state, keys.events, keys.tombstone, keys.due, keys.outbox, keys.feed, *index], args=args)
+                keys=[keys.state, keys.events, keys.tombstone, keys.due, keys.outbox, keys.feed,
+                      timers_key(self._prefix, shard), *claim_keys, *index], args=args)
         if found is None:
             return None
+        if found == "lost":
+            raise ClaimLost(game_id)
         found_version, found_state, found_fingerprint = found
         return Loaded(found_state, int(found_version), None, found_fingerprint or "")
 
@@ -502,11 +528,28 @@ class RedisStore(GameStore):
         with store_errors():
             return self._connection().client
 
+    @property
+    def notifier(self) -> notify.Notifier:
+        """The waiters of this process (long-polls of games, tickets, invites). Raises StoreError
+        while a cluster's layout cannot be read."""
+        with store_errors():
+            return self._connection().notifier
+
     def close(self) -> None:
         """Close the subscriptions and the pool's connections."""
         if self._built is not None:
             self._built.notifier.close()
             self._built.client.close()
+
+    def _claims(self, claims: tuple[Claim, ...]) -> tuple[list[str], list[dict]]:
+        """The keys (hash, queue) and the script's description of each claim."""
+        keys, described = [], []
+        for claim in claims:
+            where = claim_keys(self._prefix, claim.kind, claim.id, claim.queue)
+            keys += [where.hash, where.queue or where.hash]
+            described.append({"v": claim.version, "e": claim.expect, "s": claim.status, "d": claim.data,
+                              "c": where.channel, "m": claim.id, "t": claim.timer or ""})
+        return keys, described
 
     def _missing(self, keys: GameKeys) -> None:
         """Raise GameExpired when the game's tombstone says when it expired, else GameMissing."""

@@ -41,7 +41,7 @@ def shard_of_subject(subject: str) -> int:
     """The shard whose schedule holds ``subject``'s timers: its own for an id placed in a shard
     (games, tickets), else one chosen by its hash."""
     shard = ids.shard_of(subject)
-    return shard if shard is not None else ids.crc16(subject.encode("utf-8", "surrogatepass")) % ids.SHARDS
+    return shard if shard is not None else ids.shard_of_name(subject)
 
 
 class Timers(abc.ABC):

@@ -194,7 +194,8 @@ def test_the_docs_page_uses_local_assets_only(app):
 PUBLIC_OPERATIONS = {"analyzeHand", "liveness", "readiness", "getOpenApi", "getDocs"}
 OPTIONAL_TOKEN_OPERATIONS = {"getGame", "listEvents"}
 API_KEY_OPERATIONS = {"abort", "reissueToken", "listPlayerGames", "getPlayerRatings", "getRatingHistory",
-                      "getLeaderboard"}
+                      "getLeaderboard", "createTicket", "getTicket", "cancelTicket", "createInvite", "getInvite",
+                      "withdrawInvite", "acceptInvite"}
 
 
 def test_who_may_call_what(spec):

@@ -36,10 +36,11 @@ from service.api.games.schemas import (
     ViewHeadersSchema,
 )
 from service.api.games.view_schema import GameViewSchema
+from service.api.idempotency import fingerprint_of
 from service.api.openapi import API_KEY_ONLY, API_KEY_OR_ANONYMOUS, PLAYER_ONLY, documentation_only
 from service.api.parser import ApiBlueprint
 from service.api.problems import documents_problems
-from service.games import Caller, Created, Reply, Retry, Unprocessable, request_fingerprint
+from service.games import Caller, Created, Reply, Retry, Unprocessable
 from service.proxies import client_address
 
 blp = ApiBlueprint(
@@ -135,19 +136,6 @@ def _accepted_versions(if_match: str | None) -> frozenset[int] | None:
     return frozenset(int(tag) for tag in tags.as_set() if tag.isascii() and tag.isdigit())
 
 
-def _request_body() -> object:
-    """The JSON body as sent (already checked by the parser); no body counts as ``{}``."""
-    body = request.get_json(silent=True)
-    return {} if body is None else body
-
-
-def _fingerprint(idempotency_key: str | None) -> str:
-    """What identifies this request under its Idempotency-Key (nothing to compute without one)."""
-    if idempotency_key is None:
-        return ""
-    return request_fingerprint(request.method, request.path, _request_body())
-
-
 def _checked_first(check: Callable[[], object]) -> Callable[[Callable], Callable]:
     """Run ``check`` (a credential check) before anything else: the body is not even parsed
     for a request that lacks the credential."""
@@ -210,7 +198,7 @@ class Games(MethodView):
         config = current().config
         caller = Caller(_owner(), client_address(request), config.is_embedded)
         key = headers.get("idempotency_key")
-        created = current().games.create(new_game, caller, key, _fingerprint(key))
+        created = current().games.create(new_game, caller, key, fingerprint_of(key))
         return _created_response(created, 201)
 
 
@@ -408,7 +396,7 @@ def _action_view(endpoint: ActionEndpoint) -> Callable:
         if query and query[0]["dry_run"]:
             return _json(current().games.dry_run_layoff(game_id, token, action))
         key = headers.get("idempotency_key")
-        retry = Retry(_accepted_versions(headers.get("if_match")), key, _fingerprint(key))
+        retry = Retry(_accepted_versions(headers.get("if_match")), key, fingerprint_of(key))
         return _game_response(current().games.act(game_id, token, action, retry))
 
     act.__name__ = endpoint.operation_id

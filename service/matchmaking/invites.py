@@ -1,0 +1,160 @@
+"""Invites: play a friend by a code to read out (docs/api.md, "Invites").
+
+A code is 8 characters of Crockford's base32 (``0-9`` and ``A-Z`` without ``I``, ``L``, ``O``
+and ``U``): 40 random bits, and it reads back whatever the case and with ``O`` for ``0`` and
+``I``/``L`` for ``1``, so the letters that look alike cannot be mistaken. Accepting creates the
+match and uses the invite in one atomic step (the game's id is derived from the code and put
+in the invite's shard): an invite is used once, and a host never learns of a match that does
+not exist. Accepting is rate limited per API key, so codes cannot be guessed by trying them.
+"""
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from service import ids, rules
+from service.games.context import Context
+from service.games.create import NewSeat, Seating, create_seated, current_token, seat_token
+from service.games.errors import TooMany
+from service.matchmaking.errors import LimitReached, Missing, StateConflict
+from service.store.base import Claim, ClaimLost
+from service.store.matchmaking import Invite, InviteStatus, InviteStore, Player, TooManyOpen, invite_shard
+from service.store.timers import Timer, Timers
+
+ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+CODE_LENGTH = 8
+# What a person may read or type for a character that looks like another.
+LOOK_ALIKES = str.maketrans({"O": "0", "I": "1", "L": "1"})
+TOKEN_LABEL = "invite"
+HOST_SEAT, GUEST_SEAT = 0, 1
+ACCEPT_WINDOW_SECONDS = 60
+
+
+@dataclass(frozen=True)
+class InviteSettings:
+    max_open: int = 10_000
+    max_expires_in: int = 7 * 86400
+    keep_seconds: int = 3600
+    accepts_per_minute: int = 60
+
+
+@dataclass(frozen=True)
+class NewInvite:
+    host: Player
+    variant: str
+    rules: dict | None = None
+    rated: bool = False
+    expires_in: int = 86400
+
+
+def new_code() -> str:
+    return "".join(secrets.choice(ALPHABET) for _ in range(CODE_LENGTH))
+
+
+def normal_code(text: str) -> str | None:
+    """The code as this service writes it, or None for text that cannot be one."""
+    code = text.strip().upper().replace("-", "").translate(LOOK_ALIKES)
+    return code if len(code) == CODE_LENGTH and all(c in ALPHABET for c in code) else None
+
+
+class Invites:
+    def __init__(self, ctx: Context, invites: Callable[[], InviteStore], timers: Callable[[], Timers],
+                 settings: InviteSettings) -> None:
+        self.ctx = ctx
+        self._invites = invites
+        self._timers = timers
+        self.settings = settings
+
+    def open(self, owner: str | None, new: NewInvite) -> Invite:
+        """Raises InvalidInput (rules), LimitReached, StoreError."""
+        scope = self.ctx.scope_of(owner)
+        match_rules = rules.rules_for(new.variant, new.rules).as_dict()
+        now = self.ctx.now()
+        invite = Invite(new_code(), scope, new.host, new.variant, match_rules, new.rated, now, now + new.expires_in)
+        try:
+            return self._invites().open(invite, self.settings.max_open, self.settings.keep_seconds)
+        except TooManyOpen:
+            raise LimitReached(f"this API key holds {self.settings.max_open} open invites", code="invite_limit_reached",
+                               params={"limit": self.settings.max_open}) from None
+
+    def read(self, owner: str | None, code: str, wait: float) -> tuple[Invite, str | None]:
+        """The invite (waiting up to ``wait`` s while it is open) and, once accepted, the host's
+        token (None once re-issued). Raises Missing (invite_not_found), StoreError."""
+        invite = self._owned(owner, code)
+        if invite.status == InviteStatus.OPEN and wait > 0:
+            invite = self._invites().wait(invite.code, invite.version, wait) or invite
+        return invite, self._token(invite, HOST_SEAT)
+
+    def withdraw(self, owner: str | None, code: str) -> None:
+        """Raises Missing, StateConflict (invite_accepted), StoreError."""
+        invite = self._owned(owner, code)
+        after = self._invites().close(invite.code, InviteStatus.WITHDRAWN)
+        if after is not None and after.status == InviteStatus.ACCEPTED:
+            raise StateConflict("this invite was accepted: its match is under way", code="invite_accepted",
+                                params={"game_id": after.game_id})
+
+    def accept(self, owner: str | None, code: str, guest: Player) -> tuple[Invite, str | None, bool]:
+        """Use the invite: the match is created with the host in seat 0 and ``guest`` in seat 1.
+        Returns the invite as it stands, the guest's token and whether this call created the match
+        (False: the same guest asked again). Raises TooMany (rate_limited), Missing
+        (invite_not_found: unknown, another key's, used by someone else, withdrawn or expired),
+        StateConflict (own_invite), StoreError."""
+        self._count_accept(owner)
+        invite = self._owned(owner, code)
+        while True:
+            if invite.status == InviteStatus.ACCEPTED and invite.guest == guest:
+                return invite, self._token(invite, GUEST_SEAT), False
+            if invite.status != InviteStatus.OPEN or invite.expires_at <= self.ctx.now():
+                raise Missing("this invite is used, withdrawn or expired", code="invite_not_found")
+            if guest.external_id == invite.host.external_id:
+                raise StateConflict("the host cannot accept their own invite", code="own_invite")
+            try:
+                accepted = self._create(invite, guest)
+            except ClaimLost:
+                invite = self._owned(owner, code)
+                continue
+            self._invites().release(accepted)
+            return accepted, self._token(accepted, GUEST_SEAT), True
+
+    def on_timer(self, code: str) -> None:
+        """An invite's expiry is due."""
+        invite = self._invites().get(code)
+        if invite is None or invite.status != InviteStatus.OPEN:
+            return
+        if self.ctx.now() >= invite.expires_at:
+            self._invites().close(code, InviteStatus.EXPIRED)
+        else:  # fired early (clocks of two processes apart): at its time again
+            self._timers().set("invite", code, invite.expires_at)
+
+    def _create(self, invite: Invite, guest: Player) -> Invite:
+        shard = invite_shard(invite.code)
+        game_id = ids.derived_game_id(self.ctx.secret().mac("invite", invite.code), "invite", shard)
+        seats = (NewSeat(invite.host.name, None, invite.host.external_id, invite.host.metadata),
+                 NewSeat(guest.name, None, guest.external_id, guest.metadata))
+        owner = None if invite.scope == "-" else invite.scope
+        seating = Seating(invite.variant, seats, invite.rules, owner, invite.rated, None, TOKEN_LABEL)
+        accepted = replace(invite, status=InviteStatus.ACCEPTED, game_id=game_id, guest=guest,
+                           version=invite.version + 1)
+        claim = Claim("invite", invite.code, invite.version, InviteStatus.OPEN, InviteStatus.ACCEPTED,
+                      accepted.dump(), None, Timer("invite", invite.code).member)
+        create_seated(self.ctx, game_id, seating, (claim,))
+        return accepted
+
+    def _count_accept(self, owner: str | None) -> None:
+        limit = self.settings.accepts_per_minute
+        if limit and self.ctx.store.count(f"accept:{self.ctx.scope_of(owner)}", ACCEPT_WINDOW_SECONDS) > limit:
+            reset = max(1, int(ACCEPT_WINDOW_SECONDS - self.ctx.now() % ACCEPT_WINDOW_SECONDS))
+            raise TooMany(f"at most {limit} invite acceptances per minute", reset, params={"limit": limit})
+
+    def _owned(self, owner: str | None, code: str) -> Invite:
+        normal = normal_code(code)
+        invite = None if normal is None else self._invites().get(normal)
+        if invite is None or invite.scope != self.ctx.scope_of(owner):
+            raise Missing("no invite with this code for this API key", code="invite_not_found")
+        return invite
+
+    def _token(self, invite: Invite, seat: int) -> str | None:
+        if invite.status != InviteStatus.ACCEPTED:
+            return None
+        return current_token(self.ctx, invite.game_id, seat, seat_token(self.ctx, invite.game_id, TOKEN_LABEL, seat))
