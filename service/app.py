@@ -12,11 +12,9 @@ from service.api.json_provider import OrjsonProvider
 from service.api.paths import init_paths
 from service.api.context import EXTENSION, ServiceContext
 from service.api.problems import register_problem_handlers
-from service.api.security_headers import init_security_headers
 from service.config import Config
 from service.games.setup import game_service
-from service.http_limits import RequestDeadlines
-from service.limits import init_limits
+from service.middleware import init_middleware
 from service.observability import init_observability
 from service.store import GameStore, store_from_url
 
@@ -38,7 +36,6 @@ def create_app(config: Config | Mapping[str, str] | None = None, store: GameStor
     # Views are JSON objects whose field order (id first) reads like the documentation.
     app.json = OrjsonProvider(app)
     init_observability(app)
-    init_limits(app)
     if store is None:
         store = store_from_url(config.redis_url, config.key_prefix, config.max_events_per_game,
                                max_waiters=config.long_poll_max_waiters)
@@ -46,10 +43,9 @@ def create_app(config: Config | Mapping[str, str] | None = None, store: GameStor
         logger.warning("ALLOW_ANONYMOUS_CREATE is on: anyone who reaches this service may create games")
     if not config.allow_anonymous_create and not config.api_keys:
         logger.warning("no API_KEYS and anonymous creation is off: no game can be created")
-    app.extensions[EXTENSION] = ServiceContext(config, store, game_service(config, store, observability))
+    games = game_service(config, store, observability)
+    app.extensions[EXTENSION] = ServiceContext(config, store, games)
+    init_middleware(app, secret=games.ctx.secret)
     register_problem_handlers(app)
     register_api(app)
-    init_security_headers(app)
-    app.wsgi_app = RequestDeadlines(app.wsgi_app, config.request_body_timeout_seconds, config.max_content_length,
-                                    config.response_send_timeout_seconds)
     return app

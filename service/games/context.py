@@ -10,7 +10,7 @@ from typing import Protocol
 
 from service.store.base import GameStore
 from service.tokens import ServerSecret
-from service.webhooks.callbacks import AllowedHosts
+from service.callback_urls import AllowedHosts
 
 
 class Metrics(Protocol):

@@ -18,7 +18,7 @@ from service.games.context import Context
 from service.games.errors import NotAllowed, TooMany, Unauthorized, Unprocessable
 from service.games.record import Record, Seat
 from service.tokens import hash_token
-from service.webhooks.callbacks import check_callback_url
+from service.callback_urls import check_callback_url
 
 QUOTA_WINDOW_SECONDS = 60
 

@@ -302,7 +302,7 @@ def test_a_body_refused_unread_closes_the_connection(module_service: GunicornSer
     """413 for a declared length over the cap, before a byte of the body: the connection then
     closes at once. Kept alive, the server would wait for the whole body to discard it (up
     to its keep-alive timeout, 5 s) and could take what follows for a request. (Which bodies
-    are left unread, chunked ones included: tests/test_http_limits.py.)"""
+    are left unread, chunked ones included: tests/middleware/test_request_deadlines.py.)"""
     host, port = module_service.url.removeprefix("http://").split(":")
     with socket.create_connection((host, int(port)), timeout=2) as connection:
         connection.sendall(f"POST /v1/games HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"

@@ -31,7 +31,7 @@ from service.api.vocabulary import (BOT_LEVEL, DRAW_SOURCE, MATCH_STATUS, METADA
 from service.bots import Level
 from service.config import LONGEST_WAIT_SECONDS
 from service.games import NewGame, NewSeat
-from service.webhooks.callbacks import MAX_URL_LENGTH
+from service.callback_urls import MAX_URL_LENGTH
 
 F = ma.fields
 NAME_MAX = 40
