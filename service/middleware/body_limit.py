@@ -6,7 +6,9 @@ Configuration (``app.config``):
   A declared ``Content-Length`` above it is refused before the view runs, without reading
   the body; a chunked body is read (at most one byte past the cap) before the view runs.
 
-A transfer coding other than chunked gets 501 ``not_implemented``.
+A transfer coding other than chunked gets 501 ``not_implemented``, and a ``Content-Length``
+that is not a number of bytes 400 ``invalid_request`` (Werkzeug would read ``-1`` or ``abc``
+as an empty body).
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import io
 import typing
 
 import flask
+from werkzeug.exceptions import BadRequest
 from werkzeug.exceptions import NotImplemented as NotImplementedCoding
 from werkzeug.exceptions import RequestEntityTooLarge
 
@@ -24,7 +27,8 @@ DEFAULT_MAX_CONTENT_LENGTH = 65536
 
 
 def init_body_limit(app: flask.Flask) -> None:
-    """Refuse, before any view, a body over the cap and a transfer coding other than chunked."""
+    """Refuse, before any view, a body over the cap, a transfer coding other than chunked and
+    a malformed Content-Length."""
     if app.config.get("MAX_CONTENT_LENGTH") is None:
         app.config["MAX_CONTENT_LENGTH"] = DEFAULT_MAX_CONTENT_LENGTH
     app.register_error_handler(RequestEntityTooLarge, _payload_too_large)
@@ -33,7 +37,8 @@ def init_body_limit(app: flask.Flask) -> None:
 
 def _enforce_body_cap() -> None:
     """Before any view, raise NotImplemented (501 ``not_implemented``) for a transfer coding
-    other than chunked, and RequestEntityTooLarge for a body over the cap.
+    other than chunked, BadRequest for a Content-Length that is not digits, and
+    RequestEntityTooLarge for a body over the cap.
 
     Gunicorn takes ``Transfer-Encoding: gzip, chunked``: it removes the chunking and hands on
     the compressed bytes, which no view would read as such (an empty body was even taken as
@@ -48,6 +53,9 @@ def _enforce_body_cap() -> None:
     header = request.headers.get("Transfer-Encoding", "")
     if unsupported_codings(header):
         raise NotImplementedCoding(description="the only transfer coding this service takes is chunked")
+    length = request.environ.get("CONTENT_LENGTH", "")
+    if length and not (length.isascii() and length.isdigit()):
+        raise BadRequest(description="Content-Length must be the body's size in bytes, in digits")
     cap = request.max_content_length
     if cap is None:
         return
