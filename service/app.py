@@ -12,11 +12,9 @@ from service.api.json_provider import OrjsonProvider
 from service.api.paths import init_paths
 from service.api.context import EXTENSION, ServiceContext
 from service.api.problems import register_problem_handlers
-from service.api.security_headers import init_security_headers
 from service.config import Config
 from service.games.setup import game_service
-from service.http_limits import RequestDeadlines
-from service.limits import init_limits
+from service.middleware import init_middleware
 from service.observability import init_observability
 from service.background.in_process import run_in_process
 from service.background.setup import IN_PROCESS, background_runner
@@ -45,7 +43,6 @@ def create_app(config: Config | Mapping[str, str] | None = None, store: GameStor
     # Views are JSON objects whose field order (id first) reads like the documentation.
     app.json = OrjsonProvider(app)
     init_observability(app)
-    init_limits(app)
     if store is None:
         store = store_from_url(config.redis_url, config.key_prefix, config.max_events_per_game,
                                max_waiters=config.long_poll_max_waiters)
@@ -58,6 +55,7 @@ def create_app(config: Config | Mapping[str, str] | None = None, store: GameStor
     ratings = RatingService(lambda: areas.ratings, games.ctx.scope_of)
     app.extensions[EXTENSION] = ServiceContext(config, store, games, ratings, quick_play(config, games, areas),
                                                invites(config, games, areas))
+    init_middleware(app, secret=games.ctx.secret)
     if isinstance(areas, MemoryAreas):
         # Nothing else can reach this process's memory: its background work runs here.
         runner = background_runner(config, games, areas, IN_PROCESS)
@@ -65,7 +63,4 @@ def create_app(config: Config | Mapping[str, str] | None = None, store: GameStor
         run_in_process(runner, store.activity)
     register_problem_handlers(app)
     register_api(app)
-    init_security_headers(app)
-    app.wsgi_app = RequestDeadlines(app.wsgi_app, config.request_body_timeout_seconds, config.max_content_length,
-                                    config.response_send_timeout_seconds)
     return app

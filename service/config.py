@@ -51,8 +51,8 @@ from dataclasses import dataclass, field, fields
 
 from service.ratings import glicko2
 from service.tokens import SECRET_MIN_LENGTH
-from service.webhooks.callbacks import AllowedHosts, AllowedHostsError
-from service.webhooks.signing import SecretError, WebhookSecret
+from service.callback_urls import AllowedHosts, AllowedHostsError
+from service.webhook_signing import SecretError, WebhookSecret
 EMBEDDED_STORE_URL = "memory://"
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 TRUE_WORDS = ("true", "yes", "1", "on")

@@ -27,7 +27,7 @@ this or another worker), of which at most LONG_POLL_MAX_WAITERS waiting long-pol
 ones get 503 ``long_poll_capacity`` with Retry-After), GUNICORN_KEEPALIVE seconds for a
 request's headers to arrive (idle keep-alive included), REQUEST_BODY_TIMEOUT_SECONDS for its
 body and RESPONSE_SEND_TIMEOUT_SECONDS for the client to take each part of its answer
-(service/http_limits.py), 2 s and 1 MiB of what a client still sends read and dropped before a
+(service/middleware/request_deadlines.py), 2 s and 1 MiB of what a client still sends read and dropped before a
 close, ~128 KiB of answers in the kernel per connection and 10 s for a closing connection's
 client to take them (service/gunicorn_worker.py), and 32 Redis connections
 (service/store/redis.py).
@@ -291,8 +291,8 @@ def write_protocol_problem(sock, status_int: int, reason: str, mesg: str) -> Non
     headers (tokens among them). Nor is its reason, which is "Bad Request" for a 501 too."""
     from gunicorn.util import write_nonblock
 
-    from service.api.security_headers import DATA_ANSWER_HEADERS
-    from service.observability.request_id import REQUEST_ID_HEADER, new_request_id
+    from service.middleware.security_headers import DATA_ANSWER_HEADERS
+    from service.middleware.request_ids import REQUEST_ID_HEADER, new_request_id
     from service.problems import PROBLEM_MIMETYPE, problem_body
 
     code, detail = PROTOCOL_PROBLEMS.get(status_int, ("internal_error", "the server could not answer"))

@@ -2,7 +2,7 @@
 
 A request runs in a greenlet, so a waiting long-poll holds a few kilobytes of memory and no
 thread. Gunicorn itself bounds the wait for a request's headers (its keep-alive loop reads
-each request under ``gevent.Timeout(keepalive)``); service/http_limits.py bounds the body,
+each request under ``gevent.Timeout(keepalive)``); service/middleware/request_deadlines.py bounds the body,
 and the time a client may take to read each part of its answer.
 
 Named in service/gunicorn_conf.py as ``service.gunicorn_worker.Worker``.
@@ -67,7 +67,7 @@ class Worker(GeventWorker):
       has started its replacement: what it waits for must end soon, or with several workers
       retiring close together nobody accepts.
     - A connection whose client does not take a part of its answer within
-      RESPONSE_SEND_TIMEOUT_SECONDS (set by service/http_limits.py) is dropped with a reset,
+      RESPONSE_SEND_TIMEOUT_SECONDS (set by service/middleware/request_deadlines.py) is dropped with a reset,
       which also frees what the kernel holds for it; else the timeout is cleared once the
       answer is written.
     - A connection is closed after MAX_REQUESTS_PER_CONNECTION requests.
@@ -114,7 +114,7 @@ class Worker(GeventWorker):
         if not self.alive:
             # Retiring: the connection would wait up to the keep-alive timeout for another
             # request, holding the exit (the answers say ``Connection: close``, as every
-            # answer does once the worker stops: service/http_limits.py).
+            # answer does once the worker stops: service/middleware/request_deadlines.py).
             raise StopIteration("the worker is retiring")
         sock.settimeout(None)  # back to gunicorn's own deadline for the next request's headers
         return kept

@@ -1,6 +1,6 @@
 """The client connection of the request being served, and the signal that its client left.
 
-The WSGI layer (service/http_limits.py) sets ``REQUESTER`` for every request; a waiting
+The WSGI layer (service/middleware/request_deadlines.py) sets ``REQUESTER`` for every request; a waiting
 long-poll (service/store/notify.py) watches that socket and raises ``ClientGone`` as soon as
 the client closes it; the WSGI layer then ends the request without an answer.
 """

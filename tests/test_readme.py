@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from service.config import Config
-from service.webhooks.signing import WebhookSecret
+from service.webhook_signing import WebhookSecret
 from tests.client.served import running
 
 REPO = Path(__file__).resolve().parents[1]

@@ -110,7 +110,7 @@ HEADERS = {
         "example": 1,
     },
 }
-# Operations the rate limiter never counts (the probes: see service/limits.py).
+# Operations the rate limiter never counts (the probes: see service/middleware/rate_limit.py).
 UNLIMITED_OPERATIONS = frozenset({"liveness", "readiness"})
 
 

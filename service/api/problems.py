@@ -160,7 +160,7 @@ _HTTP_DETAILS = {
     404: "there is no resource at this URL",
     405: "this resource does not support this method",
     413: "the request body is larger than this service accepts",
-    415: "send the body as JSON with Content-Type: application/json",
+    415: "send the body as JSON in UTF-8 with Content-Type: application/json (charset=utf-8 optional)",
     500: "the service failed to answer this request",
 }
 
@@ -294,7 +294,7 @@ PROBLEM_RESPONSES: dict[int | str, ProblemResponse] = {
     412: ProblemResponse("PreconditionFailed", "The game is not at the version named in If-Match",
                          ("version_mismatch",)),
     413: ProblemResponse("PayloadTooLarge", "The body is larger than the service accepts", ("payload_too_large",)),
-    415: ProblemResponse("UnsupportedMediaType", "The body is not JSON", ("unsupported_media_type",)),
+    415: ProblemResponse("UnsupportedMediaType", "The body is not JSON in UTF-8", ("unsupported_media_type",)),
     422: ProblemResponse("UnprocessableContent", "The request does not follow the schema, or names an unknown "
                          "card or rule option, or cannot be processed as it is", (
                              "invalid_request", "invalid_card", "invalid_rules", "no_human_seat",
@@ -420,7 +420,7 @@ def _made_up(status: int | str, code: str) -> dict:
 # For the problems no example game shows (HTTP-level ones, outages, limits).
 EXAMPLE_DETAILS = {
     "payload_too_large": "The request body may not exceed 65536 bytes.",
-    "unsupported_media_type": "send the body as JSON with Content-Type: application/json",
+    "unsupported_media_type": "send the body as JSON in UTF-8 with Content-Type: application/json (charset=utf-8 optional)",
     "rate_limited": "at most 600 requests per minute",
     "creation_quota_exceeded": "at most 600 games may be created per minute",
     "store_unavailable": "the game store cannot be reached; retry shortly",

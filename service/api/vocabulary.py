@@ -36,6 +36,10 @@ ENUMS: dict[str, tuple[tuple[str, ...], str]] = {
     BOT_LEVEL: (tuple(level.value for level in Level), "How well a bot plays"),
 }
 METADATA_MAX_BYTES = 1024
+# What the stored record's serialiser (orjson) writes: signed 64-bit integers, and nesting to a
+# depth that the record's own levels leave room for. Anything else would fail at the save.
+METADATA_INTEGERS = (-2**63, 2**63 - 1)
+METADATA_MAX_DEPTH = 32
 
 COMPONENTS: dict[str, dict] = {
     **{name: {"type": "string", "enum": list(values), "description": description, "example": values[0]}
@@ -44,8 +48,9 @@ COMPONENTS: dict[str, dict] = {
         "type": "object",
         "additionalProperties": True,
         "description": f"The integrator's own data: a JSON object of at most {METADATA_MAX_BYTES} bytes as "
-                       "compact JSON in UTF-8, returned as it was sent and never interpreted (e.g. "
-                       "`{\"tournament\": \"spring\"}`)",
+                       f"compact JSON in UTF-8, objects and arrays nested at most {METADATA_MAX_DEPTH} deep, "
+                       "integers within 64 bits (-2^63 to 2^63-1), returned as it was sent and never "
+                       "interpreted (e.g. `{\"tournament\": \"spring\"}`)",
     },
 }
 

@@ -10,7 +10,7 @@ from typing import Protocol
 
 from service.store.base import GameStore
 from service.tokens import ServerSecret
-from service.webhooks.callbacks import AllowedHosts
+from service.callback_urls import AllowedHosts
 
 
 # The scope of the players of an embedded store without API keys (a key id is hex: never this).

@@ -20,7 +20,7 @@ from service.games.record import Record, Seat
 from service.store.base import Claim, GameMissing, OutboxEntry
 from service.store.feed import FeedEntry
 from service.tokens import hash_token
-from service.webhooks.callbacks import check_callback_url
+from service.callback_urls import check_callback_url
 
 QUOTA_WINDOW_SECONDS = 60
 

@@ -5,7 +5,7 @@ from service.config import Config
 from service.games.context import Context, Metrics, Settings
 from service.games.service import GameService
 from service.store.base import GameStore
-from service.webhooks.callbacks import AllowedHosts
+from service.callback_urls import AllowedHosts
 
 
 class Uncounted:

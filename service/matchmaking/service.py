@@ -32,7 +32,7 @@ from service.store.matchmaking import (AlreadyOpen, Player, Ticket, TicketStatus
                                        queue_id, queue_shard)
 from service.store.ratings import RatingStore
 from service.store.timers import Timer, Timers
-from service.webhooks.callbacks import check_callback_url
+from service.callback_urls import check_callback_url
 
 SEATS = {"classic": 2, "box": 3}
 # A queue is read this many tickets at a time, oldest first.

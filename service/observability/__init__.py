@@ -1,7 +1,8 @@
-"""Observability of the HTTP service: request ids, JSON logs and Prometheus metrics.
+"""Observability of the HTTP service: JSON logs and Prometheus metrics.
 
-``init_observability(app)`` wires all three into an app; the use cases count game events
-with the ``record_*`` functions re-exported here.
+``init_observability(app)`` wires both into an app; the use cases count game events with the
+``record_*`` functions re-exported here. Log lines carry the request id that the middleware
+chose (``service.middleware.request_ids``).
 """
 from __future__ import annotations
 
@@ -21,11 +22,9 @@ from service.observability.metrics import (
     record_move,
     record_store_error,
 )
-from service.observability.request_id import REQUEST_ID_HEADER, current_request_id
 from service.requester import ClientGone
 
 __all__ = [
-    "current_request_id",
     "init_observability",
     "record_conflict",
     "record_game_created",
@@ -39,10 +38,8 @@ CLIENT_CLOSED_REQUEST = 499
 
 
 def init_observability(app: flask.Flask) -> None:
-    """Give ``app`` request ids, one JSON access-log line per request and Prometheus metrics.
+    """Give ``app`` one JSON access-log line per request and Prometheus metrics.
 
-    - ``X-Request-ID``: the client's value when acceptable (see ``request_id``), else a new
-      one; kept on ``flask.g.request_id`` and echoed on every response, errors included.
     - Logs: every logger writes JSON lines to stderr at ``app.config["LOG_LEVEL"]``
       (default INFO); set up once per process, however many apps are created.
     - Metrics: ``GET /metrics``; see ``service.observability.metrics`` for multi-process
@@ -56,8 +53,8 @@ def init_observability(app: flask.Flask) -> None:
     # Flask gives app.logger its own plain-text handler; records should reach the JSON one.
     app.logger.removeHandler(default_handler)
     init_metrics(app)
-    # First of all before-request hooks, so that the time and the id exist even when a
-    # hook registered earlier (a rate limit, a size check) answers the request itself.
+    # First of all before-request hooks, so that the time exists even when a hook registered
+    # earlier (a rate limit, a size check) answers the request itself.
     app.before_request_funcs.setdefault(None, []).insert(0, _start_request)
     app.after_request(_finish_request)
     app.teardown_request(_count_hang_up)
@@ -65,12 +62,10 @@ def init_observability(app: flask.Flask) -> None:
 
 def _start_request() -> None:
     flask.g.request_started = time.perf_counter()
-    current_request_id()
 
 
 def _finish_request(response: flask.Response) -> flask.Response:
     duration = time.perf_counter() - flask.g.get("request_started", time.perf_counter())
-    response.headers[REQUEST_ID_HEADER] = current_request_id()
     rule = flask.request.url_rule
     route = rule.rule if rule is not None else None
     current_metrics().observe_request(route, flask.request.method, response.status_code, duration)

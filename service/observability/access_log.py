@@ -14,7 +14,6 @@ import flask
 
 from service.ids import is_game_id
 from service.observability.jsonlog import FIELDS_ATTRIBUTE
-from service.observability.request_id import current_request_id
 from service.problems import problem_code
 
 ACCESS_LOGGER = logging.getLogger("ginrummy.access")
@@ -28,15 +27,14 @@ def log_request(route: str | None, response: flask.Response, duration_seconds: f
     """Log the request being handled and its ``response`` at INFO.
 
     ``route`` is the matched URL rule (``/v1/games/<game_id>/draw``), None when no rule
-    matched. Fields besides those the formatter adds: request_id, method, route, game_id, status,
-    duration_ms, remote_addr and, for problem+json responses, code.
+    matched. Fields besides those the formatter adds (the request id among them): method, route,
+    game_id, status, duration_ms, remote_addr and, for problem+json responses, code.
     """
     if not ACCESS_LOGGER.isEnabledFor(logging.INFO):
         return  # a deployment logging at WARNING pays nothing for the line it drops
     request = flask.request
     game_id = (request.view_args or {}).get("game_id")
     fields: dict[str, object] = {
-        "request_id": current_request_id(),
         "method": request.method,
         "route": route,
         "game_id": logged_game_id(game_id),

@@ -33,7 +33,7 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "msg": record.getMessage(),
         }
-        # g.get, not current_request_id(): formatting must not choose an id as a side effect.
+        # g.get, not the middleware's current_request_id(): formatting must not choose an id.
         if flask.has_request_context() and flask.g.get("request_id"):
             entry["request_id"] = flask.g.request_id
         entry.update(getattr(record, FIELDS_ATTRIBUTE, {}))

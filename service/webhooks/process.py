@@ -28,7 +28,7 @@ from service.webhooks.connections import IdleConnections
 from service.webhooks.health import HealthServer
 from service.webhooks.metrics import WorkerMetrics
 from service.webhooks.sender import TOTAL_TIMEOUT_SECONDS, Sender
-from service.webhooks.signing import WebhookSecret
+from service.webhook_signing import WebhookSecret
 from service.webhooks.worker import Settle, Worker, WorkerSettings
 
 logger = logging.getLogger(__name__)

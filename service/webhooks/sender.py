@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 from service.webhooks.addresses import ResolutionError, Resolved, is_forbidden, resolve
 from service.webhooks.answers import read_answer
 from service.webhooks.connections import Connection, DeadlineSocket, IdleConnections, Origin
-from service.webhooks.signing import WebhookSecret
+from service.webhook_signing import WebhookSecret
 
 CONNECT_TIMEOUT_SECONDS = 3.0
 TOTAL_TIMEOUT_SECONDS = 10.0

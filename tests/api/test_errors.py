@@ -85,6 +85,52 @@ def test_a_body_that_is_not_json_is_415(table):
     refused(table, lambda: table.act(seat, "draw", data='{"source": "stock"}', content_type="text/plain"), 415, "unsupported_media_type")
 
 
+@pytest.mark.parametrize("content_type", [
+    "application/json; charset=latin-1", "application/json; charset=utf-16", "application/json-patch+json",
+    "application/merge-patch+json", "application/json; profile=x", "text/json",
+])
+def test_json_in_another_charset_or_media_type_is_415(table, content_type):
+    # JSON between systems is UTF-8 (RFC 8259): application/json, charset=utf-8 at most.
+    seat = seat_to_act(table.view())
+    refused(table, lambda: table.act(seat, "pass", data="{}", content_type=content_type), 415, "unsupported_media_type")
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-32", "utf-8-sig"])
+def test_a_body_that_is_not_utf8_is_400(table, encoding):
+    # Python's json.loads guesses UTF-16 and UTF-32 from the bytes; a byte order mark is not JSON text either.
+    seat = seat_to_act(table.view())
+    body = '{"source": "stock"}'.encode(encoding)
+    refused(table, lambda: table.act(seat, "draw", data=body, content_type="application/json"), 400, "invalid_request")
+
+
+@pytest.mark.parametrize("content_type", ["application/json; charset=utf-8", "APPLICATION/JSON; CHARSET=UTF-8",
+                                          'application/json;charset="utf-8"'])
+def test_json_in_utf8_may_say_so_in_any_case(table, content_type):
+    seat = seat_to_act(table.view())
+    assert table.act(seat, "pass", data="{}", content_type=content_type).status_code == 200
+
+
+@pytest.mark.parametrize("length", ["-1", "abc", "+2", "2, 2", " 2"])
+def test_a_content_length_that_is_not_a_size_is_400(table, length):
+    # Werkzeug reads such a length as an empty body: a pass would be played without its body.
+    seat = seat_to_act(table.view())
+    refused(table, lambda: table.act(seat, "pass", data="{}", content_type="application/json",
+                                     environ_overrides={"CONTENT_LENGTH": length}), 400, "invalid_request")
+
+
+@pytest.mark.parametrize(("suffix", "query", "field"), [
+    ("/events", "after=1&after=2", "after"), ("/events", "wait=0&wait=1", "wait"),
+    ("/events", "after=0&wait=0&after=0", "after"),
+])
+def test_a_query_parameter_given_twice_is_422(table, suffix, query, field):
+    refused(table, lambda: table.client.get(f"/v1/games/{table.game_id}{suffix}?{query}"), 422, "invalid_request", field)
+
+
+def test_a_dry_run_flag_given_twice_is_422(table):
+    seat = seat_to_act(table.view())
+    refused(table, lambda: table.act(seat, "layoff?dry_run=true&dry_run=false", {}), 422, "invalid_request", "dry_run")
+
+
 def test_a_body_over_the_limit_is_413(table):
     seat = seat_to_act(table.view())
     big = {"source": "stock", "pad": "x" * 70000}

@@ -95,6 +95,36 @@ def test_metadata_that_cannot_be_returned_as_sent_is_refused(client, raw, why):
     assert why in str(refused["errors"]["metadata"])
 
 
+def nested(depth: int) -> dict:
+    """A metadata object whose objects and arrays reach ``depth`` levels (the object is level 1)."""
+    value: object = 0
+    for _ in range(depth - 1):
+        value = [value]
+    return {"k": value}
+
+
+@pytest.mark.parametrize("where", ["match", "seat"])
+@pytest.mark.parametrize(("metadata", "stored"), [
+    ({"k": 2**63 - 1}, True), ({"k": -2**63}, True), (nested(32), True),
+    ({"k": 2**63}, False), ({"k": 2**64}, False), ({"k": [-2**63 - 1]}, False), ({"k": 10**30}, False),
+    (nested(33), False), (nested(253), False),
+], ids=["int64-max", "int64-min", "depth-32", "2^63", "2^64", "below-int64", "10^30", "depth-33", "depth-253"])
+def test_metadata_the_record_cannot_store_is_refused_not_a_500(client, where, metadata, stored):
+    # The stored record is written with 64-bit integers and bounded nesting: beyond them the
+    # save failed after every check had passed (500 internal_error).
+    if where == "match":
+        body, field = classic(metadata=metadata), "metadata"
+    else:
+        body, field = classic([{"name": "Ann", "metadata": metadata}, {"name": "Bob"}]), "players.0.metadata"
+    answer = client.post("/v1/games", data=json.dumps(body), content_type="application/json")
+    if stored:
+        assert answer.status_code == 201
+        game = answer.get_json()["game"]
+        assert (game["metadata"] if where == "match" else game["players"][0]["metadata"]) == metadata
+    else:
+        assert_problem(answer, 422, "invalid_request", field)
+
+
 def test_an_external_id_is_at_most_128_characters(client):
     ok = client.post("/v1/games", json=classic([{"name": "Ann", "external_id": "u" * 128}, {"name": "Bob"}]))
     assert ok.status_code == 201

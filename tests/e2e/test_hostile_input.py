@@ -104,6 +104,12 @@ CASES = [
     Hostile("5000-digit-integer", "POST", DISCARD, raw('{"card": 1' + "0" * 5000 + "}"), 400, INVALID),
     Hostile("form-encoded", "POST", DRAW, raw("source=stock"), 415, "unsupported_media_type",
             {"Content-Type": "application/x-www-form-urlencoded"}),
+    # JSON between systems is UTF-8 (RFC 8259): no other charset, encoding or JSON media type.
+    Hostile("charset-latin-1", "POST", DRAW, as_json({"source": "stock"}), 415, "unsupported_media_type",
+            {"Content-Type": "application/json; charset=latin-1"}),
+    Hostile("json-patch-media-type", "POST", DRAW, as_json({"source": "stock"}), 415, "unsupported_media_type",
+            {"Content-Type": "application/json-patch+json"}),
+    Hostile("utf-16-body", "POST", DRAW, raw('{"source": "stock"}'.encode("utf-16")), 400, INVALID),
     # Wrong types.
     Hostile("source-number", "POST", DRAW, as_json({"source": 5}), 422, INVALID),
     Hostile("source-null", "POST", DRAW, as_json({"source": None}), 422, INVALID),
@@ -140,7 +146,7 @@ CASES = [
     # Query values out of range or not numbers.
     *(Hostile(f"events-{query}", "GET", f"{EVENTS}?{query}", no_body, 422, INVALID)
       for query in ("after=1" + "0" * 30, "after=-1", "after=abc", "wait=1e308", "wait=-1", "wait=31",
-                    "wait=nan", "wait=inf")),
+                    "wait=nan", "wait=inf", "after=1&after=2", "wait=0&wait=1")),
     # Ids that try to leave /v1/games or smuggle bytes in.
     Hostile("traversal-encoded", "GET", "/v1/games/..%2F..%2Fetc", no_body, 404, "not_found"),
     Hostile("traversal-encoded-passwd", "GET", "/v1/games/..%2F..%2Fetc/passwd", no_body, 404, "not_found"),
@@ -246,8 +252,10 @@ def test_names_in_any_script_with_emoji_are_kept_exactly(module_service: Gunicor
         (b"GET /healthz HTTP/1.1\r\nHost: x\r\nIdempotency-Key: a\x01b\r\n\r\n", 400, "invalid_request"),
         (b"GET /healthz HTTP/1.1\r\nHost: x\r\n" + b"X-Pad: " + b"p" * 9000 + b"\r\n\r\n", 431, "headers_too_large"),
         (b"POST /v1/games HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: foo\r\n\r\n", 501, "not_implemented"),
+        (b"POST /v1/games HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n{}", 400, "invalid_request"),
     ],
-    ids=["request-line-over-limit", "control-character-in-header", "header-over-limit", "unknown-transfer-coding"],
+    ids=["request-line-over-limit", "control-character-in-header", "header-over-limit", "unknown-transfer-coding",
+         "negative-content-length"],
 )
 def test_requests_gunicorn_refuses_before_the_app_are_problems_too(
     module_service: GunicornServer, request_head: bytes, status: int, code: str
@@ -302,7 +310,7 @@ def test_a_body_refused_unread_closes_the_connection(module_service: GunicornSer
     """413 for a declared length over the cap, before a byte of the body: the connection then
     closes at once. Kept alive, the server would wait for the whole body to discard it (up
     to its keep-alive timeout, 5 s) and could take what follows for a request. (Which bodies
-    are left unread, chunked ones included: tests/test_http_limits.py.)"""
+    are left unread, chunked ones included: tests/middleware/test_request_deadlines.py.)"""
     host, port = module_service.url.removeprefix("http://").split(":")
     with socket.create_connection((host, int(port)), timeout=2) as connection:
         connection.sendall(f"POST /v1/games HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"

@@ -14,7 +14,7 @@ import time
 import pytest
 
 from service.gunicorn_worker import LINGER_BYTES, LINGER_SECONDS
-from service.limits import DEFAULT_MAX_CONTENT_LENGTH
+from service.middleware.body_limit import DEFAULT_MAX_CONTENT_LENGTH
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from service.http_limits import BODY_DEADLINE_SPREAD
+from service.middleware.request_deadlines import BODY_DEADLINE_SPREAD
 from tests.e2e.waiters import HealthProbe, percentile
 
 pytestmark = [pytest.mark.slow, pytest.mark.exclusive]

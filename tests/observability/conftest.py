@@ -10,7 +10,7 @@ import pytest
 import redis
 
 from observability_probe_app import create_app
-from service.limits import WINDOW_SECONDS
+from service.middleware.rate_limit import WINDOW_SECONDS
 
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 

@@ -1,5 +1,5 @@
-"""A tiny Flask app with game-shaped routes, to exercise observability and limits without
-the real service (also started by gunicorn in the multi-process tests)."""
+"""A tiny Flask app with game-shaped routes, to exercise observability and the middleware
+without the real service (also started by gunicorn in the multi-process tests)."""
 from __future__ import annotations
 
 import os
@@ -7,7 +7,7 @@ import time
 
 import flask
 
-from service.limits import init_limits
+from service.middleware import init_middleware
 from service.observability import init_observability, record_move
 from service.problems import problem
 from service.tokens import ServerSecret
@@ -19,15 +19,15 @@ PROBE_SECRET = ServerSecret("probe-server-secret-" + "x" * 32)
 
 
 def create_app(config: dict | None = None, limits_first: bool = False) -> flask.Flask:
-    """The probe app; ``limits_first`` initialises limits before observability."""
+    """The probe app; ``limits_first`` initialises the middleware before observability."""
     app = flask.Flask("observability_probe")
     app.config.update(config or {})
     if limits_first:
-        init_limits(app, secret=lambda: PROBE_SECRET)
+        init_middleware(app, secret=lambda: PROBE_SECRET)
         init_observability(app)
     else:
         init_observability(app)
-        init_limits(app, secret=lambda: PROBE_SECRET)
+        init_middleware(app, secret=lambda: PROBE_SECRET)
 
     @app.get("/healthz")
     def healthz():

@@ -11,7 +11,8 @@ import pytest
 import redis
 
 from observability_probe_app import PROBE_SECRET, create_app
-from service import ids, limits, tokens
+from service import ids, tokens
+from service.middleware import init_middleware
 from service.store.base import StoreError
 from tests.redis_servers import RedisServer
 
@@ -193,11 +194,11 @@ def closed_loopback_port() -> int:
 def test_an_unreachable_redis_leaves_each_process_counting_on_its_own(make_app, caplog, scheme):
     app = make_app(RATE_LIMIT_PER_MINUTE=2, REDIS_URL=f"{scheme}://127.0.0.1:{closed_loopback_port()}", KEY_PREFIX="x:")
     client = app.test_client()
-    with caplog.at_level(logging.WARNING, logger="service.ratelimit"):
+    with caplog.at_level(logging.WARNING, logger="service.middleware.rate_limit"):
         answers = [client.get(PATH, headers=BEARER_A) for _ in range(5)]
     assert [answer.status_code for answer in answers] == [200, 200, 429, 429, 429]
     assert [answer.headers["RateLimit-Remaining"] for answer in answers] == ["1", "0", "0", "0", "0"]
-    warnings = [record for record in caplog.records if record.name == "service.ratelimit"]
+    warnings = [record for record in caplog.records if record.name == "service.middleware.rate_limit"]
     # One warning, then the limiter leaves Redis alone for a while instead of retrying.
     assert len(warnings) == 1
     assert "rate limit counter unavailable, counting in this process" in warnings[0].getMessage()
@@ -226,10 +227,10 @@ def test_without_the_secret_tokens_count_against_the_address(steady_minute, capl
 
     app = flask.Flask("no_secret")
     app.config["RATE_LIMIT_PER_MINUTE"] = 2
-    limits.init_limits(app, secret=failing_secret)
+    init_middleware(app, secret=failing_secret)
     app.get("/v1/games/<game_id>")(lambda game_id: {"id": game_id})
     client = app.test_client()
-    with caplog.at_level(logging.WARNING, logger="service.ratelimit"):
+    with caplog.at_level(logging.WARNING, logger="service.middleware.rate_limit"):
         assert statuses(client, 2, headers=BEARER_A) == [200, 200]
         assert client.get(PATH).status_code == 429  # the token's requests were the address's
     assert len(calls) == 1  # not asked again at once: the store is not hammered

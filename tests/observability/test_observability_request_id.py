@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from service.observability.request_id import is_acceptable_request_id
+from service.middleware.request_ids import is_acceptable_request_id
 
 GENERATED = re.compile(r"[0-9a-f]{32}")
 

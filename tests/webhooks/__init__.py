@@ -1,1 +1,1 @@
-"""Tests of webhooks: signing, callback URLs, the sender and the ginrummy worker."""
+"""Tests of webhooks: the sender and the ginrummy worker."""

@@ -10,7 +10,7 @@ from redis import Redis
 from service.store.redis_client import client_from_url
 from service.webhooks.process import redis_options
 from service.webhooks.sender import Sender
-from service.webhooks.signing import WebhookSecret
+from service.webhook_signing import WebhookSecret
 from service.webhooks.worker import Worker, WorkerSettings
 from tests.webhooks.receiver import Receiver
 from tests.webhooks.support import new_secret

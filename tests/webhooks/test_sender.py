@@ -23,7 +23,7 @@ from service.webhooks.sender import (
     Outcome,
     Sender,
 )
-from service.webhooks.signing import WebhookSecret
+from service.webhook_signing import WebhookSecret
 from tests.redis_servers import free_port
 from tests.webhooks.receiver import HANG, Receiver, always
 from tests.webhooks.support import body_for

@@ -26,12 +26,12 @@ from service.api.games.view_schema import (
     TurnActionFields,
     metadata_doc,
 )
-from service.api.vocabulary import (BOT_LEVEL, DRAW_SOURCE, MATCH_STATUS, METADATA, METADATA_MAX_BYTES, OUTCOME,
-                                    VARIANT, enum_field)
+from service.api.vocabulary import (BOT_LEVEL, DRAW_SOURCE, MATCH_STATUS, METADATA, METADATA_INTEGERS,
+                                    METADATA_MAX_BYTES, METADATA_MAX_DEPTH, OUTCOME, VARIANT, enum_field)
 from service.bots import Level
 from service.config import LONGEST_WAIT_SECONDS
 from service.games import NewGame, NewSeat
-from service.webhooks.callbacks import MAX_URL_LENGTH
+from service.callback_urls import MAX_URL_LENGTH
 
 F = ma.fields
 NAME_MAX = 40
@@ -48,6 +48,9 @@ class Metadata(F.Dict):
 
     def _deserialize(self, value, attr, data, **kwargs):
         loaded = super()._deserialize(value, attr, data, **kwargs)
+        # Stored as it was sent, so only what the record's serialiser writes: integers within
+        # 64 bits and a bounded nesting (beyond either, the save would fail after the checks).
+        _check_storable(loaded)
         # Returned as it was sent, so only what JSON in UTF-8 can carry: no number beyond a
         # float's range (1e999 parses as infinity) and no lone half of a surrogate pair.
         try:
@@ -61,6 +64,21 @@ class Metadata(F.Dict):
         if len(encoded) > METADATA_MAX_BYTES:
             raise ma.ValidationError(f"At most {METADATA_MAX_BYTES} bytes as compact JSON in UTF-8.")
         return loaded
+
+
+def _check_storable(metadata: dict) -> None:
+    """Raise ValidationError for an integer outside METADATA_INTEGERS or objects and arrays
+    nested deeper than METADATA_MAX_DEPTH (the metadata object itself is level 1)."""
+    lowest, highest = METADATA_INTEGERS
+    pending: list[tuple[object, int]] = [(metadata, 1)]
+    while pending:
+        value, depth = pending.pop()
+        if isinstance(value, (dict, list)):
+            if depth > METADATA_MAX_DEPTH:
+                raise ma.ValidationError(f"Objects and arrays may be nested at most {METADATA_MAX_DEPTH} deep.")
+            pending.extend((inner, depth + 1) for inner in (value.values() if isinstance(value, dict) else value))
+        elif isinstance(value, int) and not isinstance(value, bool) and not lowest <= value <= highest:
+            raise ma.ValidationError(f"Integers must be within 64 bits ({lowest} to {highest}).")
 
 
 def metadata_field(description: str, example: dict) -> Metadata:

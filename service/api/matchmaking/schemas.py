@@ -11,7 +11,7 @@ from service.config import LONGEST_WAIT_SECONDS
 from service.matchmaking.invites import NewInvite
 from service.matchmaking.service import NewTicket
 from service.store.matchmaking import Player
-from service.webhooks.callbacks import MAX_URL_LENGTH
+from service.callback_urls import MAX_URL_LENGTH
 
 F = ma.fields
 BOT_AFTER_MAX = 600

@@ -61,6 +61,28 @@ logger = logging.getLogger(__name__)
 SecretSource = Callable[[], "tokens.ServerSecret | None"]
 
 
+def init_rate_limit(app: flask.Flask, secret: SecretSource) -> None:
+    """When ``RATE_LIMIT_PER_MINUTE`` is set, count every request of ``app`` and refuse those
+    past the limit; ``secret`` gives the server secret bearer tokens are checked with.
+
+    Call it before other before-request hooks that may read the body: a client over its
+    limit is refused before its body is read."""
+    per_minute = int(app.config.get("RATE_LIMIT_PER_MINUTE") or 0)
+    if per_minute:
+        counter = window_counter(str(app.config.get("REDIS_URL") or ""), str(app.config.get("KEY_PREFIX") or ""))
+        limiter = RateLimiter(per_minute, counter, _api_keys(app.config), secret)
+        app.before_request(limiter.check_request)
+        app.after_request(limiter.add_headers)
+
+
+def _api_keys(config: flask.Config) -> tuple[str, ...]:
+    """API_KEYS as the service's Config gives it (a tuple) or as text (comma-separated)."""
+    keys = config.get("API_KEYS") or ()
+    if isinstance(keys, str):
+        keys = keys.split(",")
+    return tuple(key.strip() for key in keys if key.strip())
+
+
 def client_identity(request: flask.Request, api_keys: Iterable[str], secret: SecretSource) -> str:
     """Whom ``request`` counts against: ``k:<key id>``, ``t:<token digest>`` or ``a:<address>``.
 

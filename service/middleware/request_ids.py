@@ -1,7 +1,7 @@
 """The request id: one token per request that ties its log lines to what the client saw.
 
 A client or proxy may choose it with the ``X-Request-ID`` header; the service echoes it on
-every response, errors included.
+every response, errors included, and its log lines carry it (``flask.g.request_id``).
 """
 from __future__ import annotations
 
@@ -15,6 +15,23 @@ REQUEST_ID_HEADER = "X-Request-ID"
 # The id lands in log lines and response headers: a restricted alphabet and length keep a
 # client from forging log records (newlines, quotes) or bloating every line it causes.
 _ACCEPTABLE_ID = re.compile(r"[A-Za-z0-9._-]{1,128}")
+
+
+def init_request_ids(app: flask.Flask) -> None:
+    """Give every request of ``app`` an id (see ``current_request_id``) and echo it on its answer."""
+    # First of all before-request hooks, so that the id exists even when a hook registered
+    # earlier (a rate limit, a size check) answers the request itself.
+    app.before_request_funcs.setdefault(None, []).insert(0, _choose_request_id)
+    app.after_request(_echo_request_id)
+
+
+def _choose_request_id() -> None:
+    current_request_id()  # a before-request hook's answer must be None, not the id
+
+
+def _echo_request_id(response: flask.Response) -> flask.Response:
+    response.headers[REQUEST_ID_HEADER] = current_request_id()
+    return response
 
 
 def is_acceptable_request_id(value: str) -> bool:

@@ -66,10 +66,10 @@ def test_data_answers_may_load_nothing(client):
 
 @pytest.mark.parametrize(("offered", "echoed"), [("client-chosen.id_1", True), ("bad id\n", False), (None, False)])
 def test_the_body_deadline_s_408_carries_them_too_and_a_request_id(offered, echoed):
-    # Written by service/http_limits.py outside Flask, as gunicorn's own refusals are by
+    # Written by service/middleware/request_deadlines.py outside Flask, as gunicorn's own refusals are by
     # service/gunicorn_conf.py (tests/e2e/test_hostile_input.py checks those on a real gunicorn).
-    from service.http_limits import _timed_out
-    from service.observability.request_id import is_acceptable_request_id
+    from service.middleware.request_deadlines import _timed_out
+    from service.middleware.request_ids import is_acceptable_request_id
 
     sent = {}
     environ = {"REQUEST_METHOD": "POST", "PATH_INFO": "/v1/games"}

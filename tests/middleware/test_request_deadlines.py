@@ -1,12 +1,12 @@
 """Which request bodies the WSGI layer reads whole before the app runs, and which it leaves
-(partly) unread, so that the connection closes after the answer (service/http_limits.py)."""
+(partly) unread, so that the connection closes after the answer (service/middleware/request_deadlines.py)."""
 from __future__ import annotations
 
 import io
 
 import pytest
 
-from service.http_limits import _read_body_before_deadline
+from service.middleware.request_deadlines import _read_body_before_deadline
 
 CAP = 100
 

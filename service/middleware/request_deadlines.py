@@ -32,8 +32,8 @@ import random
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from service.api.security_headers import DATA_ANSWER_HEADERS
-from service.observability.request_id import REQUEST_ID_HEADER, chosen_request_id
+from service.middleware.security_headers import DATA_ANSWER_HEADERS
+from service.middleware.request_ids import REQUEST_ID_HEADER, chosen_request_id
 from service.problems import PROBLEM_MIMETYPE, problem_body
 from service.requester import REQUESTER, ClientGone
 from service.store import notify

@@ -5,7 +5,7 @@ import pytest
 
 from service.config import Config, ConfigError
 from service.rules.errors import InvalidInput
-from service.webhooks.callbacks import MAX_URL_LENGTH, AllowedHosts, AllowedHostsError, check_callback_url
+from service.callback_urls import MAX_URL_LENGTH, AllowedHosts, AllowedHostsError, check_callback_url
 
 ALLOWED = AllowedHosts.parse(["hooks.example", "HTTP://Plain.Example:8080", "http://dev.example", ""])
 

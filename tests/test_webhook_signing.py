@@ -8,7 +8,7 @@ import pytest
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from service.config import Config, ConfigError
-from service.webhooks.signing import SecretError, WebhookSecret
+from service.webhook_signing import SecretError, WebhookSecret
 from tests.webhooks.support import body_for, new_secret
 
 BODY = body_for("g_example", "turn", seat=1)

@@ -1,20 +1,14 @@
-"""Request limits: a cap on body size and an optional per-client rate limit.
+"""The body cap, and the one transfer coding the service takes.
 
 Configuration (``app.config``):
 
 - ``MAX_CONTENT_LENGTH`` (bytes, default 65536): larger bodies get 413 ``payload_too_large``.
   A declared ``Content-Length`` above it is refused before the view runs, without reading
   the body; a chunked body is read (at most one byte past the cap) before the view runs.
-- ``RATE_LIMIT_PER_MINUTE`` (default 0 = off): requests a client may make per clock minute;
-  beyond it, 429 ``rate_limited`` with ``Retry-After`` (``service.ratelimit`` says who a
-  client is). ``/healthz``, ``/readyz`` and ``/metrics`` are never limited.
-- ``TRUSTED_PROXY_HOPS`` (default 0): proxies in front of the service whose X-Forwarded-For
-  names the client (``service.proxies``); it decides ``request.remote_addr`` for everything
-  (rate limit, creation quota, access log).
-- ``REDIS_URL`` / ``KEY_PREFIX``: with a Redis URL (one server or ``redis+cluster://``) the
-  counts live in Redis under ``KEY_PREFIX + "rl:"``, shared by every worker; otherwise each
-  process counts on its own. When Redis fails the limiter logs a warning and counts in its
-  own process for a few seconds (a per-worker limit) before it tries Redis again.
+
+A transfer coding other than chunked gets 501 ``not_implemented``, and a ``Content-Length``
+that is not a number of bytes 400 ``invalid_request`` (Werkzeug would read ``-1`` or ``abc``
+as an empty body).
 """
 from __future__ import annotations
 
@@ -22,62 +16,29 @@ import io
 import typing
 
 import flask
+from werkzeug.exceptions import BadRequest
 from werkzeug.exceptions import NotImplemented as NotImplementedCoding
 from werkzeug.exceptions import RequestEntityTooLarge
 
-from service.http_limits import transfer_codings, unsupported_codings
+from service.middleware.request_deadlines import transfer_codings, unsupported_codings
 from service.problems import problem
-from service.proxies import trust_proxies
-from service.ratelimit import WINDOW_SECONDS, RateLimiter, SecretSource, window_counter
-from service.api.context import EXTENSION
-from service.tokens import ServerSecret
-
-__all__ = ["DEFAULT_MAX_CONTENT_LENGTH", "WINDOW_SECONDS", "init_limits"]
 
 DEFAULT_MAX_CONTENT_LENGTH = 65536
 
 
-def init_limits(app: flask.Flask, secret: SecretSource | None = None) -> None:
-    """Apply the trusted proxies, the body-size cap and, when configured, the rate limit.
-
-    ``secret`` gives the server secret for checking bearer tokens; by default the app's game
-    service's (looked up per request, so the service may be set up after this call).
-    The settings are the service's Config (checked there) as Flask config keys."""
-    trust_proxies(app, int(app.config.get("TRUSTED_PROXY_HOPS") or 0))
-    per_minute = int(app.config.get("RATE_LIMIT_PER_MINUTE") or 0)
-    if per_minute:
-        counter = window_counter(str(app.config.get("REDIS_URL") or ""), str(app.config.get("KEY_PREFIX") or ""))
-        limiter = RateLimiter(per_minute, counter, _api_keys(app.config), secret or _service_secret)
-        # Before the body cap: a client over its limit is refused before its body is read.
-        app.before_request(limiter.check_request)
-        app.after_request(limiter.add_headers)
-
+def init_body_limit(app: flask.Flask) -> None:
+    """Refuse, before any view, a body over the cap, a transfer coding other than chunked and
+    a malformed Content-Length."""
     if app.config.get("MAX_CONTENT_LENGTH") is None:
         app.config["MAX_CONTENT_LENGTH"] = DEFAULT_MAX_CONTENT_LENGTH
     app.register_error_handler(RequestEntityTooLarge, _payload_too_large)
     app.before_request(_enforce_body_cap)
 
 
-def _api_keys(config: flask.Config) -> tuple[str, ...]:
-    """API_KEYS as the service's Config gives it (a tuple) or as text (comma-separated)."""
-    keys = config.get("API_KEYS") or ()
-    if isinstance(keys, str):
-        keys = keys.split(",")
-    return tuple(key.strip() for key in keys if key.strip())
-
-
-def _service_secret() -> ServerSecret | None:
-    """The server secret of the app's game service; None in an app without one.
-
-    Raises StoreError when the store keeps the secret and cannot be reached."""
-    # The game service, where create_app keeps it, knows the secret token MACs are checked with.
-    context = flask.current_app.extensions.get(EXTENSION)
-    return None if context is None else context.games.ctx.secret()
-
-
 def _enforce_body_cap() -> None:
     """Before any view, raise NotImplemented (501 ``not_implemented``) for a transfer coding
-    other than chunked, and RequestEntityTooLarge for a body over the cap.
+    other than chunked, BadRequest for a Content-Length that is not digits, and
+    RequestEntityTooLarge for a body over the cap.
 
     Gunicorn takes ``Transfer-Encoding: gzip, chunked``: it removes the chunking and hands on
     the compressed bytes, which no view would read as such (an empty body was even taken as
@@ -92,6 +53,9 @@ def _enforce_body_cap() -> None:
     header = request.headers.get("Transfer-Encoding", "")
     if unsupported_codings(header):
         raise NotImplementedCoding(description="the only transfer coding this service takes is chunked")
+    length = request.environ.get("CONTENT_LENGTH", "")
+    if length and not (length.isascii() and length.isdigit()):
+        raise BadRequest(description="Content-Length must be the body's size in bytes, in digits")
     cap = request.max_content_length
     if cap is None:
         return
