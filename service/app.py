@@ -51,7 +51,7 @@ def create_app(config: Config | Mapping[str, str] | None = None, store: GameStor
     if not config.allow_anonymous_create and not config.api_keys:
         logger.warning("no API_KEYS and anonymous creation is off: no game can be created")
     games = game_service(config, store, observability)
-    areas = areas_of(store, config.key_prefix)
+    areas = areas_of(store, config.key_prefix, config.key_stream_retention_seconds)
     ratings = RatingService(lambda: areas.ratings, games.ctx.scope_of)
     app.extensions[EXTENSION] = ServiceContext(config, store, games, ratings, quick_play(config, games, areas),
                                                invites(config, games, areas))

@@ -87,7 +87,8 @@ def run_worker_command(args: argparse.Namespace) -> int:
         games = game_service(config, store)
 
         def background(client):
-            return background_runner(config, games, redis_areas(store, client, config.key_prefix))
+            return background_runner(config, games, redis_areas(store, client, config.key_prefix,
+                                                                config.key_stream_retention_seconds))
 
         return run_worker(config, games.settle, host=args.host, background=background, **timings)
     except (ConfigError, ValueError, OSError) as error:

@@ -41,6 +41,7 @@
 | MATCHMAKING_GAP_MAX | 600 | the widest it gets |
 | INVITE_MAX_OPEN | 10000 | open invites one API key may hold; beyond, 429 `invite_limit_reached` |
 | INVITE_ACCEPTS_PER_MINUTE | 60 | invite acceptances (right or wrong codes) one API key may try per minute; 0: no limit |
+| KEY_STREAM_RETENTION_SECONDS | 90000 (25 h) | how long an API key's stream (`GET /v1/stream`) keeps what it announces, so a client resumes after up to that long (at least 86400) |
 """
 from __future__ import annotations
 
@@ -115,6 +116,8 @@ class Config:
     matchmaking_gap_max: int = 600
     invite_max_open: int = 10_000
     invite_accepts_per_minute: int = 60
+    # The API keys' streams (service/streams)
+    key_stream_retention_seconds: int = 90000
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: str) -> Config:
@@ -180,6 +183,8 @@ class Config:
             invite_max_open=_positive_int(source, "INVITE_MAX_OPEN", cls.invite_max_open),
             invite_accepts_per_minute=_int_at_least(source, "INVITE_ACCEPTS_PER_MINUTE",
                                                     cls.invite_accepts_per_minute, 0),
+            key_stream_retention_seconds=_int_at_least(source, "KEY_STREAM_RETENTION_SECONDS",
+                                                       cls.key_stream_retention_seconds, 86400),
         )
         if config.matchmaking_gap_max < config.matchmaking_gap_initial:
             raise ConfigError("MATCHMAKING_GAP_MAX must be at least MATCHMAKING_GAP_INITIAL")

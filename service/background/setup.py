@@ -8,6 +8,7 @@ from service.games import GameService
 from service.matchmaking.setup import invites, quick_play
 from service.ratings.applier import RatingsApplier
 from service.ratings.bots import BOT_RATINGS
+from service.streams.writer import StreamWriter
 from service.store.areas import Areas
 
 # On the embedded store the loop is woken by every change that concerns it, so a blocking read
@@ -18,7 +19,8 @@ IN_PROCESS = RunnerSettings(block_seconds=0.0)
 def background_runner(config: Config, games: GameService, areas: Areas,
                       settings: RunnerSettings = RunnerSettings()) -> Runner:
     """A runner (not started) of every consumer and timer of the service."""
-    consumers = [RatingsApplier(areas.ratings, games.note_rating_changes, BOT_RATINGS, config.glicko2())]
+    consumers = [RatingsApplier(areas.ratings, games.note_rating_changes, BOT_RATINGS, config.glicko2()),
+                 StreamWriter(lambda: areas.streams)]
     quick, invited = quick_play(config, games, areas), invites(config, games, areas)
     handlers = {"ticket": quick.on_ticket_timer, "queue": quick.on_queue_timer, "invite": invited.on_timer}
     return Runner(areas.feed, areas.timers, consumers, handlers, settings)

@@ -21,8 +21,14 @@ from service.store.matchmaking_redis import RedisInvites, RedisTickets
 from service.store.memory import MemoryStore
 from service.store.ratings import RatingStore
 from service.store.ratings_redis import RedisRatings
+from service.store.streams import KeyStreams
+from service.store.streams_redis import RedisKeyStreams
 from service.store.timers import Timers
 from service.store.timers_redis import RedisTimers
+
+
+# How long the API keys' streams keep what they announce (KEY_STREAM_RETENTION_SECONDS).
+DEFAULT_RETENTION_SECONDS = 90000
 
 
 class Areas:
@@ -34,21 +40,28 @@ class Areas:
     timers: Timers
     tickets: TicketStore
     invites: InviteStore
+    streams: KeyStreams
 
 
 class MemoryAreas(Areas):
     def __init__(self, games: MemoryStore) -> None:  # or a store wrapping one
         self.games, self.ratings, self.feed, self.timers = games, games.ratings, games.feed, games.timers
         self.tickets, self.invites = MemoryTickets(games), MemoryInvites(games)
+        self.streams = games.key_streams
 
 
 class RedisAreas(Areas):
     """Each area is built on the client at its first use (StoreError until Redis answers)."""
 
-    def __init__(self, games: GameStore, client_of, prefix: str) -> None:
+    def __init__(self, games: GameStore, client_of, prefix: str, retention_seconds: int) -> None:
         self.games = games
         self._client_of = client_of
         self._prefix = prefix
+        self._retention = retention_seconds
+
+    @cached_property
+    def streams(self) -> KeyStreams:
+        return RedisKeyStreams(self._client_of(), self._prefix, self.games.notifier, self._retention)
 
     @cached_property
     def tickets(self) -> TicketStore:
@@ -71,18 +84,19 @@ class RedisAreas(Areas):
         return RedisTimers(self._client_of(), self._prefix)
 
 
-def areas_of(games: GameStore, prefix: str) -> Areas:
+def areas_of(games: GameStore, prefix: str, retention_seconds: int = DEFAULT_RETENTION_SECONDS) -> Areas:
     """The other areas beside ``games``, on its backend. Raises ValueError for a store of
     another kind."""
     # Asked of the store's attributes, so that a store wrapped by another (tests) is recognised.
     if isinstance(getattr(games, "feed", None), MemoryFeed):
         return MemoryAreas(games)
     if hasattr(games, "client"):
-        return RedisAreas(games, lambda: games.client, prefix)
+        return RedisAreas(games, lambda: games.client, prefix, retention_seconds)
     raise ValueError(f"no other stores beside a {type(games).__name__}")
 
 
-def redis_areas(games: GameStore, client: Redis | RedisCluster, prefix: str) -> Areas:
+def redis_areas(games: GameStore, client: Redis | RedisCluster, prefix: str,
+                retention_seconds: int = DEFAULT_RETENTION_SECONDS) -> Areas:
     """The areas on ``client`` (the worker reads the feed on a client of its own, whose socket
     timeout outlasts its blocking reads)."""
-    return RedisAreas(games, lambda: client, prefix)
+    return RedisAreas(games, lambda: client, prefix, retention_seconds)

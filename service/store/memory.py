@@ -19,6 +19,7 @@ from service.store.feed_memory import MemoryFeed
 from service.store.matchmaking_memory import Claimables
 from service.store.memory_activity import Activity
 from service.store.ratings_memory import MemoryRatings
+from service.store.streams_memory import MemoryKeyStreams
 from service.store.timers_memory import MemoryTimers
 from service.store.base import (
     ClaimLost,
@@ -36,6 +37,8 @@ from service.store.base import (
 # also frees the ones nobody asks for again, without making every write O(games).
 SWEEP_INTERVAL = 60.0
 OUTBOX_KEPT = 1000
+# What the embedded store's key streams keep (a process's life is shorter than that anyway).
+KEY_STREAM_RETENTION_SECONDS = 90000
 
 
 @dataclass
@@ -81,6 +84,7 @@ class MemoryStore(GameStore):
         self.timers = MemoryTimers(activity=self.activity)
         self.ratings = MemoryRatings()
         self.claimables = Claimables()  # tickets and invites (service/store/matchmaking_memory.py)
+        self.key_streams = MemoryKeyStreams(KEY_STREAM_RETENTION_SECONDS)
         self._max_events = max_events
         self._next_sweep = time.monotonic() + SWEEP_INTERVAL
 
