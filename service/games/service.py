@@ -292,8 +292,9 @@ class GameService:
                      limit: int) -> dict:
         """The matches of ``external_id`` created under the API key ``owner``, newest first.
 
-        Raises NotAllowed (no API key), Unprocessable (bad cursor), StoreError."""
-        if owner is None:
+        Raises NotAllowed (no API key, except on an embedded store without keys: one unscoped
+        set of players), Unprocessable (bad cursor), StoreError."""
+        if self.ctx.scope_of(owner) is None:
             raise NotAllowed("listing a player's games needs an API key")
         which = IndexList.FINISHED if finished else IndexList.ACTIVE
         player = player_index_id(owner, external_id)

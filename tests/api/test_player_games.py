@@ -14,6 +14,7 @@ from service.api.context import EXTENSION
 from service.games.record import player_index_id
 from service.tokens import key_id
 from service.store.keys import game_keys, index_key
+from service.app import create_app
 from tests.api.conftest import build_app
 from tests.api.support import store_of
 from tests.api.test_errors import assert_problem
@@ -219,3 +220,15 @@ def test_a_player_s_lists_live_as_long_as_their_games(redis_url, key_prefix, pla
             assert redis_client.pttl(finished) >= redis_client.pttl(tombstone) - 1000
     finally:
         store_of(app).close()
+
+
+def test_an_embedded_store_without_api_keys_lists_one_unscoped_set_of_players(player):
+    # The quick start has no keys: its players' matches are listed without one, as ratings,
+    # tickets and invites are; with a Redis store the same request is refused (test_errors).
+    app = create_app({"REDIS_URL": "memory://", "LOG_LEVEL": "WARNING"})
+    client = app.test_client()
+    body = {"variant": "classic", "players": [{"name": "A", "external_id": player}, {"name": "B"}]}
+    game_id = client.post("/v1/games", json=body).get_json()["game"]["id"]
+    listed = client.get(f"/v1/players/{player}/games")
+    assert listed.status_code == 200
+    assert [game["id"] for game in listed.get_json()["games"]] == [game_id]

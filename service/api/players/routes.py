@@ -5,7 +5,7 @@ from flask import current_app, request
 from flask.views import MethodView
 
 from service.api.context import current
-from service.api.credentials import required_api_key_owner
+from service.api.credentials import players_owner
 from service.api.games.schemas import EXTERNAL_ID_MAX, PlayerGamesQuerySchema, PlayerGamesSchema
 from service.api.openapi import API_KEY_ONLY
 from service.api.parser import ApiBlueprint
@@ -38,7 +38,7 @@ class PlayerGames(MethodView):
         first, `active` or `finished` (played out, resigned or aborted), a page at a time.
         Matches that expired are left out.
         """
-        owner = required_api_key_owner(request, current().config.api_keys)
+        owner = players_owner(request)
         page = current().games.player_games(owner, checked_external_id(external_id), query["status"] == "finished",
                                             query.get("cursor"), query["limit"])
         response = current_app.json.response(page)
