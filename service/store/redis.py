@@ -103,6 +103,23 @@ local function keep_at_least(key, seconds)
   end
 end
 
+-- Append the webhook deliveries and the feed entries found from ARGV[i] on: the count of
+-- outbox entries and their fields (5 pairs each), then the count of feed entries and theirs
+-- (6 pairs each).
+local function announce(i, outbox, feed)
+  local entries = tonumber(ARGV[i])
+  for e = 0, entries - 1 do
+    local at = i + 1 + e * 10
+    redis.call('XADD', outbox, 'MAXLEN', '~', %d, '*', unpack(ARGV, at, at + 9))
+  end
+  i = i + entries * 10 + 1
+  local fed = tonumber(ARGV[i])
+  for e = 0, fed - 1 do
+    local at = i + 1 + e * 12
+    redis.call('XADD', feed, 'MAXLEN', '~', %d, '*', unpack(ARGV, at, at + 11))
+  end
+end
+
 local function effects(i, ttl, game, deadline, max_events, channel, event_count)
   local n = tonumber(ARGV[i])
   if n > 0 then
@@ -114,18 +131,7 @@ local function effects(i, ttl, game, deadline, max_events, channel, event_count)
     end
   end
   redis.call('EXPIRE', KEYS[2], ttl)
-  i = i + n + 1
-  local entries = tonumber(ARGV[i])
-  for e = 0, entries - 1 do
-    local at = i + 1 + e * 10
-    redis.call('XADD', KEYS[5], 'MAXLEN', '~', %d, '*', unpack(ARGV, at, at + 9))
-  end
-  i = i + entries * 10 + 1
-  local fed = tonumber(ARGV[i])
-  for e = 0, fed - 1 do
-    local at = i + 1 + e * 12
-    redis.call('XADD', KEYS[6], 'MAXLEN', '~', %d, '*', unpack(ARGV, at, at + 11))
-  end
+  announce(i + n + 1, KEYS[5], KEYS[6])
   if deadline == '-' then
     redis.call('ZREM', KEYS[4], game)
   elseif deadline ~= '' then
@@ -238,23 +244,12 @@ return {offset, found, archived}
 # KEYS: state, outbox, feed. ARGV: 1 the changes, 2 count of outbox entries and their fields (5
 # pairs each), then the count of feed entries and theirs (6 pairs each).
 # The changes are kept once (HSETNX) and announced only by the call that kept them.
-NOTE_RATINGS_LUA = """#!lua
+NOTE_RATINGS_LUA = "#!lua\n" + _EFFECTS_LUA + """
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 if redis.call('HSETNX', KEYS[1], 'r', ARGV[1]) == 0 then return 0 end
-local i = 2
-local entries = tonumber(ARGV[i])
-for e = 0, entries - 1 do
-  local at = i + 1 + e * 10
-  redis.call('XADD', KEYS[2], 'MAXLEN', '~', %d, '*', unpack(ARGV, at, at + 9))
-end
-i = i + entries * 10 + 1
-local fed = tonumber(ARGV[i])
-for e = 0, fed - 1 do
-  local at = i + 1 + e * 12
-  redis.call('XADD', KEYS[3], 'MAXLEN', '~', %d, '*', unpack(ARGV, at, at + 11))
-end
+announce(2, KEYS[2], KEYS[3])
 return 1
-""" % (OUTBOX_MAX_LENGTH, FEED_MAX_LENGTH)
+"""
 
 
 @dataclass(frozen=True)
