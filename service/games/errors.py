@@ -43,6 +43,9 @@ class ConcurrentChange(GameError):
 class Unprocessable(GameError):
     """A well-formed request this service will not process (HTTP 422)."""
 
+    titles = {"external_id_required": "A rated match needs every person's external id",
+              "duplicate_external_id": "Two seats of a rated match have the same external id"}
+
 
 class TooMany(GameError):
     """A client went over a rate or a quota (HTTP 429, with Retry-After)."""
