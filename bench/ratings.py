@@ -19,7 +19,10 @@ its own and deleted at the end), then:
    HTTP on gunicorn (the service's settings, service/gunicorn_conf.py, one keep-alive
    connection): the top page ``GET /v1/leaderboards/classic?limit=50``, a deep page (a cursor
    at a random place), ``?around=<a random player>`` (50 rows), and ``GET
-   /v1/players/{id}/ratings``. p50/p99 each; target p99 <= 5 ms per read.
+   /v1/players/{id}/ratings``. p50/p99 each (target p99 <= 5 ms per read), and the CPU each
+   read cost the serving process and Redis: unlike latency, hardly changed by other load on a
+   shared machine (Redis' figure counts everything that Redis did meanwhile: use the private
+   one).
 3. **Lag**: one ``ginrummy worker`` (a fresh WEBHOOK_SECRET, its deployed pacing) applies the
    ratings. ``--clients`` players play rated classic matches through and through as in
    bench/load.py (one request per move, the pool of players ``load-<n>``), while four more
@@ -250,32 +253,49 @@ def in_process(service: RatingService, arguments: dict) -> None:
         service.leaderboard(SCOPE, VARIANT, arguments.get("cursor"), PAGE, arguments.get("around"))
 
 
-def timed_reads(count: int, kinds: dict, read: Callable[[str, dict], None]) -> dict[str, list[float]]:
-    """``count`` reads of each kind after a tenth as many unmeasured: milliseconds each."""
-    timings = {}
+@dataclass
+class Reads:
+    """One kind's measured reads: milliseconds each, and the CPU they cost the serving process
+    (this one in-process, gunicorn over HTTP) and Redis."""
+
+    samples: list[float]
+    serving_cpu: float
+    redis_cpu: float
+
+
+Cpu = Callable[[], float]
+
+
+def timed_reads(count: int, kinds: dict, read: Callable[[str, dict], None], serving_cpu: Cpu,
+                redis_cpu: Cpu) -> dict[str, Reads]:
+    """``count`` reads of each kind after a tenth as many unmeasured."""
+    measured = {}
     for kind, next_read in kinds.items():
         for _ in range(count // 10):
             read(*next_read())
         samples = []
+        serving_before, redis_before = serving_cpu(), redis_cpu()
         for _ in range(count):
             path, arguments = next_read()
             started = time.perf_counter()
             read(path, arguments)
             samples.append((time.perf_counter() - started) * 1000)
-        timings[kind] = samples
-    return timings
+        measured[kind] = Reads(samples, serving_cpu() - serving_before, redis_cpu() - redis_before)
+    return measured
 
 
-def print_reads(label: str, timings: dict[str, list[float]]) -> None:
+def print_reads(label: str, measured: dict[str, Reads]) -> None:
     print(f"  {label}:")
-    for kind, samples in timings.items():
+    for kind, reads in measured.items():
+        samples = reads.samples
         p99 = percentile(samples, 0.99)
         print(f"    {kind:<10} {len(samples):>6} reads  p50 {percentile(samples, 0.5):6.2f} ms  p99 {p99:6.2f} ms  "
               f"max {max(samples):7.2f} ms  (target p99 <= {TARGETS['read_p99_ms']:.0f} ms: "
-              f"{'met' if p99 <= TARGETS['read_p99_ms'] else 'NOT met'})")
+              f"{'met' if p99 <= TARGETS['read_p99_ms'] else 'NOT met'}); CPU per read: serving "
+              f"{reads.serving_cpu * 1000 / len(samples):.2f} ms, Redis {reads.redis_cpu * 1000 / len(samples):.3f} ms")
 
 
-def http_reads(port: int, count: int, kinds: dict) -> dict[str, list[float]]:
+def http_reads(port: int, count: int, kinds: dict, serving_cpu: Cpu, redis_cpu: Cpu) -> dict[str, Reads]:
     send = HttpTransport(port)
     headers = {"X-API-Key": TEST_API_KEY}
     status, first = send("GET", f"/v1/leaderboards/{VARIANT}?limit={PAGE}", None, headers)
@@ -288,7 +308,7 @@ def http_reads(port: int, count: int, kinds: dict) -> dict[str, list[float]]:
             raise RuntimeError(f"{path} answered {status}: {body}")
 
     try:
-        return timed_reads(count, kinds, read)
+        return timed_reads(count, kinds, read, serving_cpu, redis_cpu)
     finally:
         send.close()
 
@@ -593,23 +613,26 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as directory, redis_for_bench(options.redis_url, Path(directory)) as url:
         prefix = f"bench:{uuid.uuid4().hex}:"
         store = store_from_url(url, prefix)
+        client = redis.Redis.from_url(url)
         try:
-            with redis.Redis.from_url(url) as client:
-                loaded = load(url, client, prefix, options.players, options.history, options.marks, rng)
+            loaded = load(url, client, prefix, options.players, options.history, options.marks, rng)
             print_loaded(options, loaded)
             areas = areas_of(store, prefix)
             service = RatingService(lambda: areas.ratings, lambda owner: owner)
             check_load(service, loaded, options.history)
-            print(f"\nleaderboard reads over {options.players:,} ranked players, one after another (pages of {PAGE}):")
+            print(f"\nleaderboard reads over {options.players:,} ranked players, one after another (pages of {PAGE}; "
+                  f"load average {load_average()}):")
             print_reads("in-process (RatingService on the service's Redis client)",
                         timed_reads(options.reads, read_kinds(options.players, rng),
-                                    lambda path, arguments: in_process(service, arguments)))
+                                    lambda path, arguments: in_process(service, arguments), time.process_time,
+                                    lambda: redis_cpu_seconds(client)))
             server = GunicornServer(Path(directory) / "service", {"REDIS_URL": url, "KEY_PREFIX": prefix,
                                                                   **SERVICE_SETTINGS},
                                     workers=options.workers, ready_path="/readyz").start()
             try:
                 print_reads(f"HTTP on gunicorn ({options.workers} gevent workers, one keep-alive connection)",
-                            http_reads(server.port, options.reads, read_kinds(options.players, rng)))
+                            http_reads(server.port, options.reads, read_kinds(options.players, rng),
+                                       lambda: server_cpu(server), lambda: redis_cpu_seconds(client)))
                 if options.seconds > 0:
                     lag(options, url, prefix, server, Path(directory))
             finally:
@@ -617,10 +640,10 @@ def main() -> None:
         finally:
             store.close()
             if options.redis_url:
-                with redis.Redis.from_url(url) as client:
-                    keys = list(client.scan_iter(match=f"{prefix}*", count=10_000))
-                    for first in range(0, len(keys), 1000):
-                        client.unlink(*keys[first:first + 1000])
+                keys = list(client.scan_iter(match=f"{prefix}*", count=10_000))
+                for first in range(0, len(keys), 1000):
+                    client.unlink(*keys[first:first + 1000])
+            client.close()
     print(f"\nload average {load_average()} at the end")
 
 
