@@ -7,12 +7,14 @@ what they were before the request.
 from __future__ import annotations
 
 import json
+from http import HTTPStatus
 
 import pytest
 import redis
 from flask import Flask
 
 from service.api.context import EXTENSION
+from service.api.docs.routes import openapi_text
 from tests.api.conftest import build_app
 from tests.api.support import API_KEY, PROBLEM, Table, play_one, seat_to_act, store_of
 
@@ -183,6 +185,16 @@ def test_query_and_header_violations_are_422(table):
                 "Idempotency-Key")
 
 
+# A rated match needs a distinct external id on every person's seat.
+RATED_REFUSALS = [
+    ({"variant": "classic", "rated": True, "players": [{"name": "Ann"}, {"name": "Bob", "external_id": "b"}]}, 422,
+     "external_id_required", "players"),
+    ({"variant": "classic", "rated": True,
+      "players": [{"name": "Ann", "external_id": "a"}, {"name": "Bob", "external_id": "a"}]}, 422,
+     "duplicate_external_id", "players"),
+]
+
+
 @pytest.mark.parametrize(
     ("payload", "status", "code", "field"),
     [
@@ -199,12 +211,21 @@ def test_query_and_header_violations_are_422(table):
         ({"variant": "classic", "players": [{"name": "Ann"}, {"name": "Bob"}], "seed": -1}, 422, "invalid_request", "seed"),
         ({"variant": "classic", "players": [{"name": "Ann"}, {"name": "Bob"}], "seed": 2**64}, 422, "invalid_request", "seed"),
         ({"variant": "classic", "players": [{"name": "Ann"}, {"name": "Bob"}], "seed": 1.5}, 422, "invalid_request", "seed"),
+        *RATED_REFUSALS,
     ],
 )
 def test_creation_refusals_create_nothing(redis_app, client, payload, status, code, field):
     games_before = store_keys(redis_app)
     assert_problem(client.post("/v1/games", json=payload), status, code, field)
     assert store_keys(redis_app) == games_before
+
+
+@pytest.mark.parametrize(("payload", "status", "code", "field"), RATED_REFUSALS)
+def test_rated_creation_refusals_have_titles_of_their_own_and_are_documented(client, payload, status, code, field):
+    body = assert_problem(client.post("/v1/games", json=payload), status, code, field)
+    assert body["title"] != HTTPStatus(status).phrase
+    creation = json.loads(openapi_text(build_app(REDIS_URL="memory://")))["paths"]["/v1/games"]["post"]
+    assert f"`{code}`" in creation["description"]
 
 
 def store_keys(app: Flask) -> set[bytes]:

@@ -183,7 +183,7 @@ class Games(MethodView):
             413: ["payload_too_large"],
             415: ["unsupported_media_type"],
             422: ["invalid_request", "invalid_rules", "no_human_seat", "callback_not_allowed",
-                  "idempotency_key_reused"],
+                  "idempotency_key_reused", "external_id_required", "duplicate_external_id"],
             429: ["rate_limited", "creation_quota_exceeded"],
             503: WRITE_UNAVAILABLE,
         },
