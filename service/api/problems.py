@@ -286,7 +286,8 @@ PROBLEM_RESPONSES: dict[int | str, ProblemResponse] = {
     400: ProblemResponse("BadRequest", "The body is not valid JSON", ("invalid_request",)),
     401: ProblemResponse("Unauthorized", "A needed credential is missing or unknown", ("unauthorized",)),
     403: ProblemResponse("Forbidden", "This credential may not do this", ("forbidden", "seed_not_allowed")),
-    404: ProblemResponse("NotFound", "No such game", ("game_not_found",)),
+    404: ProblemResponse("NotFound", "No such game (or player, ticket or invite, as the code says)",
+                         ("game_not_found",)),
     409: ProblemResponse("Conflict", "The rules forbid this now, or the game changed meanwhile", (
         "not_your_turn", "wrong_phase", "game_finished", "conflict", "card_not_in_hand", "cannot_discard_drawn_card",
         "deadwood_too_high", "invalid_melds", "invalid_layoff", "game_not_finished", "advice_limit_reached")),

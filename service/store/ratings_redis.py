@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 
+import orjson
 from redis import Redis
 from redis.cluster import RedisCluster
 
@@ -58,6 +59,18 @@ return {'applied', ARGV[1]}
 """ % _PER_CHANGE
 
 
+# KEYS: player hashes. Returns their standings as one JSON text (an array of arrays of _FIELDS,
+# null for a missing player): a page of 50 rows is one reply to parse instead of 50.
+STANDINGS_LUA = """#!lua flags=no-writes
+local rows = {}
+for k = 1, #KEYS do
+  local found = redis.call('HMGET', KEYS[k], %s)
+  if found[1] then rows[k] = found else rows[k] = cjson.null end
+end
+return cjson.encode(rows)
+""" % ", ".join(f"'{name}'" for name in _FIELDS)
+
+
 def player_key_id(external_id: str) -> str:
     return hashlib.sha256(external_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
@@ -67,14 +80,19 @@ class RedisRatings(RatingStore):
         self._client = client
         self._prefix = prefix
         self._apply = client.register_script(APPLY_LUA)
+        self._standings = client.register_script(STANDINGS_LUA)
 
     def standings(self, scope: str, variant: str, external_ids: list[str]) -> list[Standing | None]:
         tag = self._tag(scope, variant)
+        return self._read([f"{tag}:p:{player_key_id(external_id)}" for external_id in external_ids])
+
+    def _read(self, keys: list[str]) -> list[Standing | None]:
+        if not keys:
+            return []
         with store_errors():
-            pipe = self._client.pipeline(transaction=False)
-            for external_id in external_ids:
-                pipe.hmget(f"{tag}:p:{player_key_id(external_id)}", *_FIELDS)
-            return [_standing(found) for found in pipe.execute()]
+            rows = orjson.loads(self._standings(keys=keys))
+        # cjson writes an array with a null at its end as a shorter one: what is missing is null.
+        return [_standing(row) if row else None for row in rows + [None] * (len(keys) - len(rows))]
 
     def apply(self, scope: str, variant: str, game_id: str, changes: list[Change], record: str) -> str:
         tag = self._tag(scope, variant)
@@ -113,11 +131,8 @@ class RedisRatings(RatingStore):
         tag = self._tag(scope, variant)
         with store_errors():
             members = self._client.zrevrange(f"{tag}:board", start, start + count - 1)
-            pipe = self._client.pipeline(transaction=False)
-            for member in members:
-                pipe.hmget(f"{tag}:p:{member}", *_FIELDS)
-            found = pipe.execute() if members else []
-        return [BoardRow(start + offset + 1, standing) for offset, standing in enumerate(map(_standing, found))
+        found = self._read([f"{tag}:p:{member}" for member in members])
+        return [BoardRow(start + offset + 1, standing) for offset, standing in enumerate(found)
                 if standing is not None]
 
     def board_size(self, scope: str, variant: str) -> int:
@@ -128,9 +143,7 @@ class RedisRatings(RatingStore):
         return f"{self._prefix}{{r:{scope}:{variant}}}"
 
 
-def _standing(found: list[str | None]) -> Standing | None:
-    if found[0] is None:
-        return None
+def _standing(found: list[str]) -> Standing:
     ext, name, rating, rd, volatility, games, wins, losses, draws = found
     return Standing(ext, name, float(rating), float(rd), float(volatility), int(games), int(wins), int(losses),
                     int(draws))

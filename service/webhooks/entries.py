@@ -20,7 +20,7 @@ from service import ids
 
 GROUP = "delivery"
 ENTRY_FIELDS = ("id", "url", "body", "game", "type")
-EVENT_TYPES = frozenset({"turn", "hand_over", "match_over", "timeout"})
+EVENT_TYPES = frozenset({"turn", "hand_over", "match_over", "timeout", "rating_changed", "ticket_matched"})
 
 
 class MalformedEntry(ValueError):
