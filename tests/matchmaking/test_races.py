@@ -1,0 +1,74 @@
+"""Requests about the same tickets at the same moment, from threads of one process on both
+stores, and from two apps (two processes' worth of stores and clients) on one Redis: whoever
+wins, the outcome is one of the allowed ones and nothing is half made."""
+from __future__ import annotations
+
+import threading
+from collections import Counter
+
+import pytest
+
+from tests.matchmaking.support import seats_of
+
+ROUNDS = 15
+
+
+def at_once(*calls):
+    """Run ``calls`` on threads released together; their results in order."""
+    barrier = threading.Barrier(len(calls))
+    results: list = [None] * len(calls)
+
+    def run(index: int) -> None:
+        barrier.wait()
+        results[index] = calls[index]()
+
+    threads = [threading.Thread(target=run, args=(index,)) for index in range(len(calls))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    return results
+
+
+def test_a_cancel_racing_a_match_has_exactly_one_winner(start_quick_play):
+    service = start_quick_play()
+    outcomes = Counter()
+    for round_number in range(ROUNDS):
+        ann = service.opened(f"ann-{round_number}")
+        cancelled, bob = at_once(lambda ticket_id=ann["id"]: service.cancel(ticket_id),
+                                 lambda player=f"bob-{round_number}": service.open(player))
+        assert bob.status_code == 201, bob.get_json()
+        bob = bob.get_json()["ticket"]
+        ann = service.ticket(ann["id"])
+        if cancelled.status_code == 204:
+            outcomes["cancel"] += 1
+            assert ann["status"] == "cancelled" and ann["game_id"] is None
+            bob = service.ticket(bob["id"])
+            assert bob["status"] == "waiting", bob
+            assert service.cancel(bob["id"]).status_code == 204
+        else:
+            outcomes["match"] += 1
+            assert cancelled.status_code == 409 and cancelled.get_json()["code"] == "ticket_matched"
+            assert ann["status"] == "matched" and ann["game_id"] == bob["game_id"]
+            assert cancelled.get_json()["params"] == {"game_id": ann["game_id"]}
+            assert seats_of(service.view(ann["game_id"]).get_json()) == [f"ann-{round_number}", f"bob-{round_number}"]
+    assert sum(outcomes.values()) == ROUNDS
+
+
+@pytest.mark.parametrize("variant", ["classic", "box"])
+def test_tickets_queued_at_once_are_all_matched_once(start_quick_play, variant):
+    service = start_quick_play()
+    size = 2 if variant == "classic" else 3
+    players = [f"p{n}" for n in range(12 * size)]
+    answers = at_once(*(lambda player=player: service.open(player, variant) for player in players))
+    assert all(answer.status_code == 201 for answer in answers), [a.get_json() for a in answers]
+    tickets = [service.ticket(answer.get_json()["ticket"]["id"]) for answer in answers]
+    games: dict[str, dict[int, str]] = {}
+    for ticket in tickets:
+        assert ticket["status"] == "matched", ticket
+        seats = games.setdefault(ticket["game_id"], {})
+        assert ticket["seat"] not in seats
+        seats[ticket["seat"]] = ticket["player"]["external_id"]
+    assert len(games) == len(players) // size
+    for game_id, seats in games.items():
+        assert seats_of(service.view(game_id).get_json()) == [seats[seat] for seat in range(size)]
