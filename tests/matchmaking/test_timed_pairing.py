@@ -59,6 +59,23 @@ def test_rated_tickets_pair_when_their_gaps_have_widened_enough(start_quick_play
 
 
 @pytest.mark.exclusive
+def test_pairs_that_become_possible_at_the_same_time_are_all_made(start_quick_play):
+    service = start_quick_play(**GAPS)
+    players = (("ann", 1500), ("bob", 1600), ("cy", 1750), ("dee", 1850))  # ann-bob and cy-dee, 100 apart
+    for name, rating in players:
+        service.set_rating(name, rating)
+    tickets = [service.opened(name) for name, _ in players]
+    queued = time.monotonic()
+    assert all(ticket["status"] == "waiting" for ticket in tickets)
+    settled = settle_times(service, [ticket["id"] for ticket in tickets], timeout=5)
+    for ticket_id, (ticket, at) in settled.items():
+        assert ticket["status"] == "matched"
+        assert at - queued <= 1.0 + LATE, (ticket["player"]["external_id"], at - queued)
+    games = {settled[ticket["id"]][0]["game_id"] for ticket in tickets}
+    assert sorted(seats_of(service.view(game_id).get_json()) for game_id in games) == [["ann", "bob"], ["cy", "dee"]]
+
+
+@pytest.mark.exclusive
 @pytest.mark.parametrize(("rating", "variant", "rated", "level"), [
     (1230.0, "classic", True, "easy"), (1600.0, "classic", True, "strong"), (1500.0, "box", True, "standard"),
     (1200.0, "classic", False, "easy"),
