@@ -115,9 +115,11 @@ class QuickPlay:
         return self._tickets().get(ticket.id) or ticket, True
 
     def read(self, owner: str | None, ticket_id: str, wait: float) -> tuple[Ticket, str | None]:
-        """The ticket (waiting up to ``wait`` s for it to change from waiting) and, once matched,
-        its seat's token (None once re-issued). Raises Missing, StoreError."""
+        """The ticket (waiting up to ``wait`` s, at most the server's longest long-poll, for it to
+        change from waiting) and, once matched, its seat's token (None once re-issued). Raises
+        Missing, StoreError."""
         ticket = self._owned(owner, ticket_id)
+        wait = min(wait, self.ctx.settings.long_poll_max_seconds)
         if ticket.status == TicketStatus.WAITING and wait > 0:
             ticket = self._tickets().wait(ticket_id, ticket.version, wait) or ticket
         return ticket, self._token_of(ticket)

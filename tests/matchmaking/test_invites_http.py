@@ -105,6 +105,14 @@ def test_accepting_creates_the_match_once_and_the_host_learns_it(start_quick_pla
     assert read(service, code).get_json()["invite"]["token"] is None
 
 
+def test_the_host_long_poll_is_capped_at_the_longest_wait_the_server_allows(start_quick_play):
+    service = start_quick_play(LONG_POLL_MAX_SECONDS="1")
+    code = invited(service)["code"]
+    started = time.monotonic()
+    assert read(service, code, wait=10).get_json()["invite"]["status"] == "open"
+    assert time.monotonic() - started < 3
+
+
 def test_the_host_cannot_accept_their_own_invite(start_quick_play):
     service = start_quick_play()
     code = invited(service, "ann")["code"]

@@ -151,6 +151,14 @@ def test_a_long_poll_of_a_ticket_that_does_not_change_ends_after_its_wait(start_
     assert 0.9 < time.monotonic() - started < 3
 
 
+def test_a_long_poll_is_capped_at_the_longest_wait_the_server_allows(start_quick_play):
+    service = start_quick_play(LONG_POLL_MAX_SECONDS="1")
+    ann = service.opened("ann")
+    started = time.monotonic()
+    assert service.ticket(ann["id"], wait=10)["status"] == "waiting"
+    assert time.monotonic() - started < 3
+
+
 def test_a_matched_ticket_hands_out_its_seat_token_until_the_token_is_reissued(start_quick_play):
     service = start_quick_play()
     ann = service.opened("ann")
