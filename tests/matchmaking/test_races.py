@@ -30,6 +30,21 @@ def at_once(*calls):
     return results
 
 
+def test_one_player_queued_from_many_requests_at_once_has_one_waiting_ticket(start_quick_play):
+    service = start_quick_play()
+    clients = [service.client() for _ in range(6)]
+    for round_number in range(ROUNDS):
+        player = f"ann-{round_number}"
+        answers = at_once(*(lambda client=client: service.open(player, "box", client=client) for client in clients))
+        statuses = sorted(answer.status_code for answer in answers)
+        assert statuses == [201] + [409] * (len(clients) - 1), (round_number, statuses)
+        (created,) = (answer.get_json()["ticket"] for answer in answers if answer.status_code == 201)
+        assert created["status"] == "waiting"
+        assert all(answer.get_json()["params"]["ticket_id"] == created["id"]
+                   for answer in answers if answer.status_code == 409)
+        assert service.cancel(created["id"]).status_code == 204
+
+
 def test_a_cancel_racing_a_match_has_exactly_one_winner(start_quick_play):
     service = start_quick_play()
     outcomes = Counter()
