@@ -28,8 +28,8 @@ from service.matchmaking.pairing import GapSettings, Waiting, bot_level_for, gro
 from service.ratings.glicko2 import Rating, Settings as GlickoSettings
 from service.store.base import Claim, ClaimLost, OutboxEntry
 from service.store.feed import FeedEntry
-from service.store.matchmaking import (AlreadyOpen, Player, Ticket, TicketStatus, TicketStore, TooManyOpen,
-                                       queue_id, queue_shard)
+from service.store.matchmaking import (AlreadyOpen, KeyReused, Player, RetryKey, Ticket, TicketStatus, TicketStore,
+                                       TooManyOpen, queue_id, queue_shard)
 from service.store.ratings import RatingStore
 from service.store.timers import Timer, Timers
 from service.callback_urls import check_callback_url
@@ -90,16 +90,19 @@ class QuickPlay:
         queue = queue_id(scope, new.variant, match_rules, new.rated)
         shard = queue_shard(queue)
         if idempotency_key is None:
-            ticket_id = ids.new_id(TICKET_ID_PREFIX, shard)
+            ticket_id, retry = ids.new_id(TICKET_ID_PREFIX, shard), None
         else:
-            ticket_id = ids.derived_id(TICKET_ID_PREFIX, self.ctx.secret().mac("ticket", scope, idempotency_key),
-                                       "ticket", shard)
+            label = self.ctx.secret().mac("ticket", scope, idempotency_key)
+            ticket_id = ids.derived_id(TICKET_ID_PREFIX, label, "ticket", shard)
+            retry = RetryKey(label.hex(), self.ctx.settings.idempotency_ttl_seconds)
         now = self.ctx.now()
         ticket = Ticket(ticket_id, scope, queue, new.player, new.variant, match_rules, new.rated,
                         self._rating_of(scope, new.variant, new.player.external_id), new.bot_after, callback, now,
                         now + self.settings.ticket_seconds, fingerprint)
         try:
-            kept = self._tickets().open(ticket, self.settings.max_open_tickets, self.settings.keep_seconds)
+            kept = self._tickets().open(ticket, self.settings.max_open_tickets, self.settings.keep_seconds, retry)
+        except KeyReused:
+            raise _key_reused() from None
         except AlreadyOpen as held:
             raise StateConflict("this player already has a waiting ticket; cancel it or wait for it",
                                 code="already_queued", params={"ticket_id": held.ticket_id}) from None
@@ -108,8 +111,7 @@ class QuickPlay:
                                params={"limit": self.settings.max_open_tickets}) from None
         if kept.id == ticket.id and kept.created_at != ticket.created_at:  # a retry found the first ticket
             if kept.fingerprint != fingerprint:
-                raise Unprocessable("this Idempotency-Key was already used for a different request",
-                                    field="Idempotency-Key", code="idempotency_key_reused")
+                raise _key_reused()
             return self._tickets().get(kept.id) or kept, False
         self.pair(queue)
         return self._tickets().get(ticket.id) or ticket, True
@@ -249,3 +251,7 @@ class QuickPlay:
         return current_token(self.ctx, ticket.game_id, ticket.seat,
                              seat_token(self.ctx, ticket.game_id, TOKEN_LABEL, ticket.seat))
 
+
+def _key_reused() -> Unprocessable:
+    return Unprocessable("this Idempotency-Key was already used for a different request", field="Idempotency-Key",
+                         code="idempotency_key_reused")

@@ -35,7 +35,8 @@ def test_one_player_queued_from_many_requests_at_once_has_one_waiting_ticket(sta
     clients = [service.client() for _ in range(6)]
     for round_number in range(ROUNDS):
         player = f"ann-{round_number}"
-        answers = at_once(*(lambda client=client: service.open(player, "box", client=client) for client in clients))
+        answers = at_once(*(lambda client=client, player=player: service.open(player, "box", client=client)
+                            for client in clients))
         statuses = sorted(answer.status_code for answer in answers)
         assert statuses == [201] + [409] * (len(clients) - 1), (round_number, statuses)
         (created,) = (answer.get_json()["ticket"] for answer in answers if answer.status_code == 201)

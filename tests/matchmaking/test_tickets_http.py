@@ -122,6 +122,28 @@ def test_an_idempotency_key_answers_the_first_ticket_again(start_quick_play):
     assert service.open("ann", headers=headers, key=OTHER_KEY).get_json()["ticket"]["id"] != first["id"]
 
 
+def test_a_reused_idempotency_key_with_another_player_is_refused_and_changes_nothing(start_quick_play):
+    service = start_quick_play()
+    headers = {"Idempotency-Key": "queue-1"}
+    first = service.opened("ann", "box", headers=headers)
+    assert_problem(service.open("bob", "box", headers=headers), 422, "idempotency_key_reused", "Idempotency-Key")
+    # The refusal left Bob free to queue: his ticket waits with Ann's.
+    bob = service.open("bob", "box")
+    assert bob.status_code == 201, bob.get_json()
+    assert service.ticket(first["id"])["status"] == "waiting"
+
+
+@pytest.mark.parametrize("other", [{"variant": "box"}, {"rated": False}, {"rules": {"knock_limit": 5}}])
+def test_a_reused_idempotency_key_with_another_queue_is_refused(start_quick_play, other):
+    service = start_quick_play()
+    headers = {"Idempotency-Key": "queue-2"}
+    first = service.opened("ann", headers=headers)
+    assert_problem(service.open("ann", headers=headers, **other), 422, "idempotency_key_reused", "Idempotency-Key")
+    assert_problem(service.open("bob", headers=headers, **other), 422, "idempotency_key_reused", "Idempotency-Key")
+    # Nothing was queued for Bob by the refusal: his own ticket pairs with Ann's.
+    assert service.opened("bob")["game_id"] == service.ticket(first["id"])["game_id"] is not None
+
+
 def test_a_long_poll_answers_as_soon_as_the_ticket_is_matched(start_quick_play):
     service = start_quick_play()
     ann = service.opened("ann")

@@ -68,7 +68,7 @@ def test_pairs_that_become_possible_at_the_same_time_are_all_made(start_quick_pl
     queued = time.monotonic()
     assert all(ticket["status"] == "waiting" for ticket in tickets)
     settled = settle_times(service, [ticket["id"] for ticket in tickets], timeout=5)
-    for ticket_id, (ticket, at) in settled.items():
+    for ticket, at in settled.values():
         assert ticket["status"] == "matched"
         assert at - queued <= 1.0 + LATE, (ticket["player"]["external_id"], at - queued)
     games = {settled[ticket["id"]][0]["game_id"] for ticket in tickets}
