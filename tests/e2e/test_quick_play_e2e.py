@@ -7,6 +7,8 @@ webhook with the standardwebhooks library.
   token works, no match exists that no ticket names, and each key's stream announces each of its
   tickets once.
 - ``ticket_matched`` is delivered to each ticket's callback, signed, once per ticket.
+- A worker killed (SIGKILL) while bot fallbacks are due loses nothing: another worker matches
+  every ticket, once.
 """
 from __future__ import annotations
 
@@ -166,3 +168,37 @@ def test_ticket_matched_is_delivered_signed_once_per_ticket(stack, api):
                         "player": {"external_id": ticket["player"]["external_id"], "name": ticket["player"]["name"],
                                    "metadata": None}}
         assert ticket["token"] and ticket["token"] not in delivery.body and "token" not in delivery.body, ticket
+
+
+@pytest.mark.exclusive
+def test_a_killed_worker_loses_no_bot_fallback(stack, api, shared_redis):
+    # Forty tickets, each alone in its queue (variant, rated, knock limit), all due for bots at once.
+    wanted = [(variant, rated, limit) for variant in ("classic", "box") for rated in (True, False)
+              for limit in range(1, 11)]
+    tickets = in_threads(lambda q: api.queue(f"p-{q[0]}-{q[1]}-{q[2]}", q[0], rated=q[1], bot_after_seconds=2,
+                                             rules={"knock_limit": q[2]}), wanted)
+    assert all(ticket["status"] == "waiting" for ticket in tickets)
+    # Kill the worker as soon as it has matched the first of them: it holds the rest claimed.
+    first = api.until_settled(tickets[0]["id"], timeout=15)
+    stack.workers[0].process.send_signal(signal.SIGKILL)
+    stack.workers[0].process.wait(10)
+    left = sum(api.ticket(t["id"])["status"] == "waiting" for t in tickets)
+    killed_at = time.monotonic()
+    stack.start_worker()
+    settled = in_threads(lambda t: api.until_settled(t["id"], timeout=30), tickets)
+    recovered = time.monotonic() - killed_at
+    assert first["status"] == "matched"
+    # What the dead worker held claimed came due again when its lease ended (the new worker's start
+    # takes a few seconds of its own).
+    assert recovered < LEASE_SECONDS + 10, recovered
+    games = Counter(ticket["game_id"] for ticket in settled)
+    assert all(ticket["status"] == "matched" and ticket["seat"] == 0 for ticket in settled)
+    assert len(games) == len(tickets) and set(games.values()) == {1}
+    assert stored_games(shared_redis, stack.prefix) == set(games)
+    for ticket in settled:
+        view = api.game(ticket["game_id"], ticket["token"]).json()
+        assert view["you"]["seat"] == 0 and view["players"][0]["external_id"] == ticket["player"]["external_id"]
+        assert all(p["bot"] and p["level"] == "standard" for p in view["players"][1:])
+        assert view["rules"]["knock_limit"] == ticket["rules"]["knock_limit"]
+    print(f"\n{left} of {len(tickets)} tickets were waiting when the worker was killed; "
+          f"all matched {recovered:.1f} s after")
