@@ -10,8 +10,9 @@ by the process itself): service/background.
 A pairing is computed from the queue as read (``pairing.groups_to_match``) and applied by
 creating each group's match with the claim of its tickets in one atomic step: a ticket that
 changed meanwhile (matched by someone else, cancelled) makes that step write nothing, and the
-queue is read again. A group's game id is derived from its tickets, so two processes pairing
-the same group race for one id and one of them creates it; tickets are matched at most once.
+queue is read again (a few times; then the queue's timer is set for now, and the worker pairs
+it). A group's game id is derived from its tickets, so two processes pairing the same group
+race for one id and one of them creates it; tickets are matched at most once.
 """
 from __future__ import annotations
 
@@ -141,7 +142,8 @@ class QuickPlay:
 
     def pair(self, queue: str) -> int:
         """Match what can be matched in ``queue`` now; returns how many matches were made.
-        Sets the queue's timer for when widening gaps may allow more."""
+        Sets the queue's timer for when widening gaps may allow more, or for now when every
+        attempt lost a race for its tickets."""
         made = 0
         for _ in range(PAIRING_ATTEMPTS):
             waiting = self._tickets().waiting(queue, PAIRING_WINDOW)
@@ -166,6 +168,10 @@ class QuickPlay:
                 if widened is not None:
                     self._timers().set("queue", queue, widened)
                 return made
+        # Lost every race: the requests that won them paired what they read, which may not be all
+        # that can pair now. The worker pairs the queue again at once, so nothing is left waiting
+        # for a ticket that may never come.
+        self._timers().set("queue", queue, self.ctx.now())
         return made
 
     def on_ticket_timer(self, ticket_id: str) -> None:

@@ -8,6 +8,7 @@ from collections import Counter
 
 import pytest
 
+from service.matchmaking import service as service_module
 from tests.matchmaking.support import seats_of
 
 ROUNDS = 15
@@ -88,3 +89,18 @@ def test_tickets_queued_at_once_are_all_matched_once(start_quick_play, variant):
     assert len(games) == len(players) // size
     for game_id, seats in games.items():
         assert seats_of(service.view(game_id).get_json()) == [seats[seat] for seat in range(size)]
+
+
+def test_what_a_request_could_not_pair_after_losing_its_races_the_worker_pairs(start_quick_play, monkeypatch):
+    # A request pairs its queue a few times at most, each time after losing the race for some
+    # tickets to another request. Here it has no attempt at all, as if it had lost every one: the
+    # tickets it leaves are paired by the background work, with no ticket to come.
+    service = start_quick_play()
+    attempts = service_module.PAIRING_ATTEMPTS
+    monkeypatch.setattr(service_module, "PAIRING_ATTEMPTS", 0)
+    ann = service.opened("ann")
+    bob = service.opened("bob")
+    monkeypatch.setattr(service_module, "PAIRING_ATTEMPTS", attempts)
+    assert bob["status"] == "waiting"
+    ann, bob = service.until_settled(ann["id"], timeout=3), service.until_settled(bob["id"], timeout=3)
+    assert ann["status"] == bob["status"] == "matched" and ann["game_id"] == bob["game_id"]
