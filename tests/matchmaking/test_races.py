@@ -1,14 +1,21 @@
 """Requests about the same tickets at the same moment, from threads of one process on both
 stores, and from two apps (two processes' worth of stores and clients) on one Redis: whoever
-wins, the outcome is one of the allowed ones and nothing is half made."""
+wins, the outcome is one of the allowed ones and nothing is half made: every matched ticket
+has its match, and its feed entry (what the webhook, the key's stream and the ratings follow)."""
 from __future__ import annotations
 
+import json
 import threading
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+import redis
 
+from service import ids, tokens
 from service.matchmaking import service as service_module
+from service.store.feed_redis import feed_key
+from tests.api.support import API_KEY
 from tests.matchmaking.support import seats_of
 
 ROUNDS = 15
@@ -104,3 +111,24 @@ def test_what_a_request_could_not_pair_after_losing_its_races_the_worker_pairs(s
     assert bob["status"] == "waiting"
     ann, bob = service.until_settled(ann["id"], timeout=3), service.until_settled(bob["id"], timeout=3)
     assert ann["status"] == bob["status"] == "matched" and ann["game_id"] == bob["game_id"]
+
+
+def test_each_matched_ticket_has_one_feed_entry_in_the_step_that_matched_it(start_on_redis, redis_url):
+    # No worker: nothing reads the feed, nor trims it.
+    service = start_on_redis(worker=False)
+    players = [f"p{n}" for n in range(6)]
+    with ThreadPoolExecutor(6) as pool:
+        tickets = list(pool.map(lambda player: service.opened(player, "box"), players))
+    settled = {ticket["id"]: service.ticket(ticket["id"]) for ticket in tickets}
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    entries = [fields for shard in range(ids.SHARDS)
+               for _, fields in client.xrange(feed_key(service.prefix, shard), "-", "+")
+               if fields["type"] == "ticket_matched"]
+    client.close()
+    assert sorted(entry["subject"] for entry in entries) == sorted(settled)
+    for entry in entries:
+        ticket = settled[entry["subject"]]
+        assert entry["id"] == f"tm_{ticket['id']}" and entry["kind"] == "ticket"
+        assert entry["owner"] == tokens.key_id(API_KEY)
+        data = json.loads(entry["body"])["data"]
+        assert (data["game_id"], data["seat"]) == (ticket["game_id"], ticket["seat"])
