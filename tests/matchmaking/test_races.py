@@ -1,7 +1,8 @@
-"""Requests about the same tickets at the same moment, from threads of one process on both
-stores, and from two apps (two processes' worth of stores and clients) on one Redis: whoever
-wins, the outcome is one of the allowed ones and nothing is half made: every matched ticket
-has its match, and its feed entry (what the webhook, the key's stream and the ratings follow)."""
+"""Requests about the same tickets at the same moment, from threads of one process, on both
+stores: whoever wins, the outcome is one of the allowed ones and nothing is half made: every
+matched ticket has its match, and its feed entry (what the webhook, the key's stream and the
+ratings follow). Many processes at once: tests/e2e/test_quick_play_e2e.py and the cluster's
+tests/matchmaking/test_quick_play_cluster.py."""
 from __future__ import annotations
 
 import json
