@@ -6,8 +6,10 @@
 - ``ginrummy openapi [--output PATH]``: write the OpenAPI document (default
   ``openapi/openapi.json``), the file checked in with the code.
 - ``ginrummy worker [--host H]``: deliver webhooks and fire turn deadlines (see
-  service/webhooks/worker.py), with /healthz, /readyz and /metrics on WORKER_PORT. Reads
-  the same environment as the service; the other options shorten its timings (tests).
+  service/webhooks/worker.py), and run the background work (service/background: timers of
+  quick play and invites, the feed's consumers), with /healthz, /readyz and /metrics on
+  WORKER_PORT. Reads the same environment as the service; the other options shorten its
+  timings (tests), the background runner's too.
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from werkzeug.serving import run_simple
 
 from service.api.docs.routes import openapi_text
 from service.app import create_app
+from service.background.runner import RunnerSettings
 from service.background.setup import background_runner
 from service.store.areas import redis_areas
 from service.games.setup import game_service
@@ -57,8 +60,10 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-# WorkerSettings fields a command line may shorten (tests); unset ones keep their defaults.
+# WorkerSettings fields a command line may shorten (tests); unset ones keep their defaults. Those
+# that RunnerSettings has too apply to the background runner as well.
 WORKER_TIMINGS = ("lease_seconds", "poll_seconds", "block_seconds", "backoff_base_seconds", "backoff_cap_seconds")
+RUNNER_TIMINGS = ("lease_seconds", "poll_seconds", "block_seconds")
 
 
 def run_serve_command(args: argparse.Namespace) -> int:
@@ -86,9 +91,11 @@ def run_worker_command(args: argparse.Namespace) -> int:
         store = store_from_url(config.redis_url, config.key_prefix, config.max_events_per_game)
         games = game_service(config, store)
 
+        runner_settings = RunnerSettings(**{name: value for name, value in timings.items() if name in RUNNER_TIMINGS})
+
         def background(client):
             return background_runner(config, games, redis_areas(store, client, config.key_prefix,
-                                                                config.key_stream_retention_seconds))
+                                                                config.key_stream_retention_seconds), runner_settings)
 
         return run_worker(config, games.settle, host=args.host, background=background, **timings)
     except (ConfigError, ValueError, OSError) as error:

@@ -79,9 +79,11 @@ class Invites:
                                params={"limit": self.settings.max_open}) from None
 
     def read(self, owner: str | None, code: str, wait: float) -> tuple[Invite, str | None]:
-        """The invite (waiting up to ``wait`` s while it is open) and, once accepted, the host's
-        token (None once re-issued). Raises Missing (invite_not_found), StoreError."""
+        """The invite (waiting up to ``wait`` s, at most the server's longest long-poll, while it
+        is open) and, once accepted, the host's token (None once re-issued). Raises Missing
+        (invite_not_found), StoreError."""
         invite = self._owned(owner, code)
+        wait = min(wait, self.ctx.settings.long_poll_max_seconds)
         if invite.status == InviteStatus.OPEN and wait > 0:
             invite = self._invites().wait(invite.code, invite.version, wait) or invite
         return invite, self._token(invite, HOST_SEAT)

@@ -10,8 +10,9 @@ by the process itself): service/background.
 A pairing is computed from the queue as read (``pairing.groups_to_match``) and applied by
 creating each group's match with the claim of its tickets in one atomic step: a ticket that
 changed meanwhile (matched by someone else, cancelled) makes that step write nothing, and the
-queue is read again. A group's game id is derived from its tickets, so two processes pairing
-the same group race for one id and one of them creates it; tickets are matched at most once.
+queue is read again (a few times; then the queue's timer is set for now, and the worker pairs
+it). A group's game id is derived from its tickets, so two processes pairing the same group
+race for one id and one of them creates it; tickets are matched at most once.
 """
 from __future__ import annotations
 
@@ -28,8 +29,8 @@ from service.matchmaking.pairing import GapSettings, Waiting, bot_level_for, gro
 from service.ratings.glicko2 import Rating, Settings as GlickoSettings
 from service.store.base import Claim, ClaimLost, OutboxEntry
 from service.store.feed import FeedEntry
-from service.store.matchmaking import (AlreadyOpen, Player, Ticket, TicketStatus, TicketStore, TooManyOpen,
-                                       queue_id, queue_shard)
+from service.store.matchmaking import (AlreadyOpen, KeyReused, Player, RetryKey, Ticket, TicketStatus, TicketStore,
+                                       TooManyOpen, queue_id, queue_shard)
 from service.store.ratings import RatingStore
 from service.store.timers import Timer, Timers
 from service.callback_urls import check_callback_url
@@ -90,16 +91,19 @@ class QuickPlay:
         queue = queue_id(scope, new.variant, match_rules, new.rated)
         shard = queue_shard(queue)
         if idempotency_key is None:
-            ticket_id = ids.new_id(TICKET_ID_PREFIX, shard)
+            ticket_id, retry = ids.new_id(TICKET_ID_PREFIX, shard), None
         else:
-            ticket_id = ids.derived_id(TICKET_ID_PREFIX, self.ctx.secret().mac("ticket", scope, idempotency_key),
-                                       "ticket", shard)
+            label = self.ctx.secret().mac("ticket", scope, idempotency_key)
+            ticket_id = ids.derived_id(TICKET_ID_PREFIX, label, "ticket", shard)
+            retry = RetryKey(label.hex(), self.ctx.settings.idempotency_ttl_seconds)
         now = self.ctx.now()
         ticket = Ticket(ticket_id, scope, queue, new.player, new.variant, match_rules, new.rated,
                         self._rating_of(scope, new.variant, new.player.external_id), new.bot_after, callback, now,
                         now + self.settings.ticket_seconds, fingerprint)
         try:
-            kept = self._tickets().open(ticket, self.settings.max_open_tickets, self.settings.keep_seconds)
+            kept = self._tickets().open(ticket, self.settings.max_open_tickets, self.settings.keep_seconds, retry)
+        except KeyReused:
+            raise _key_reused() from None
         except AlreadyOpen as held:
             raise StateConflict("this player already has a waiting ticket; cancel it or wait for it",
                                 code="already_queued", params={"ticket_id": held.ticket_id}) from None
@@ -108,16 +112,17 @@ class QuickPlay:
                                params={"limit": self.settings.max_open_tickets}) from None
         if kept.id == ticket.id and kept.created_at != ticket.created_at:  # a retry found the first ticket
             if kept.fingerprint != fingerprint:
-                raise Unprocessable("this Idempotency-Key was already used for a different request",
-                                    field="Idempotency-Key", code="idempotency_key_reused")
+                raise _key_reused()
             return self._tickets().get(kept.id) or kept, False
         self.pair(queue)
         return self._tickets().get(ticket.id) or ticket, True
 
     def read(self, owner: str | None, ticket_id: str, wait: float) -> tuple[Ticket, str | None]:
-        """The ticket (waiting up to ``wait`` s for it to change from waiting) and, once matched,
-        its seat's token (None once re-issued). Raises Missing, StoreError."""
+        """The ticket (waiting up to ``wait`` s, at most the server's longest long-poll, for it to
+        change from waiting) and, once matched, its seat's token (None once re-issued). Raises
+        Missing, StoreError."""
         ticket = self._owned(owner, ticket_id)
+        wait = min(wait, self.ctx.settings.long_poll_max_seconds)
         if ticket.status == TicketStatus.WAITING and wait > 0:
             ticket = self._tickets().wait(ticket_id, ticket.version, wait) or ticket
         return ticket, self._token_of(ticket)
@@ -137,7 +142,8 @@ class QuickPlay:
 
     def pair(self, queue: str) -> int:
         """Match what can be matched in ``queue`` now; returns how many matches were made.
-        Sets the queue's timer for when widening gaps may allow more."""
+        Sets the queue's timer for when widening gaps may allow more, or for now when every
+        attempt lost a race for its tickets."""
         made = 0
         for _ in range(PAIRING_ATTEMPTS):
             waiting = self._tickets().waiting(queue, PAIRING_WINDOW)
@@ -162,6 +168,10 @@ class QuickPlay:
                 if widened is not None:
                     self._timers().set("queue", queue, widened)
                 return made
+        # Lost every race: the requests that won them paired what they read, which may not be all
+        # that can pair now. The worker pairs the queue again at once, so nothing is left waiting
+        # for a ticket that may never come.
+        self._timers().set("queue", queue, self.ctx.now())
         return made
 
     def on_ticket_timer(self, ticket_id: str) -> None:
@@ -247,3 +257,7 @@ class QuickPlay:
         return current_token(self.ctx, ticket.game_id, ticket.seat,
                              seat_token(self.ctx, ticket.game_id, TOKEN_LABEL, ticket.seat))
 
+
+def _key_reused() -> Unprocessable:
+    return Unprocessable("this Idempotency-Key was already used for a different request", field="Idempotency-Key",
+                         code="idempotency_key_reused")

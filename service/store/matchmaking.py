@@ -130,14 +130,29 @@ class TooManyOpen(Exception):
     """The API key holds its maximum of open tickets or invites."""
 
 
+class KeyReused(Exception):
+    """The Idempotency-Key was used for another request (another fingerprint)."""
+
+
+@dataclass(frozen=True)
+class RetryKey:
+    """An Idempotency-Key as the store keeps it: ``name`` (a MAC of the key and its API key's
+    scope: no client text), remembered ``seconds``."""
+
+    name: str
+    seconds: int
+
+
 class TicketStore(abc.ABC):
     """Every method raises StoreError when the backend fails."""
 
     @abc.abstractmethod
-    def open(self, ticket: Ticket, max_open: int, keep_seconds: int) -> Ticket:
+    def open(self, ticket: Ticket, max_open: int, keep_seconds: int, retry: RetryKey | None = None) -> Ticket:
         """Queue ``ticket`` (and set its timer at ``timer_at``) unless a ticket with its id exists:
-        then return that one, unchanged. Raises AlreadyOpen (the player has another waiting
-        ticket), TooManyOpen (the key has ``max_open``)."""
+        then return that one, unchanged. With ``retry``, the first request under it is kept (its
+        ticket's id and fingerprint) in the same step as the player's pointer. Raises KeyReused
+        (``retry`` came with another fingerprint before: nothing changes), AlreadyOpen (the
+        player has another waiting ticket), TooManyOpen (the key has ``max_open``)."""
 
     @abc.abstractmethod
     def get(self, ticket_id: str) -> Ticket | None: ...

@@ -7,8 +7,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 
 from service.store.base import Claim
-from service.store.matchmaking import (AlreadyOpen, Invite, InviteStatus, InviteStore, Ticket, TicketStatus,
-                                       TicketStore, TooManyOpen, closed_as)
+from service.store.matchmaking import (AlreadyOpen, Invite, InviteStatus, InviteStore, KeyReused, RetryKey, Ticket,
+                                       TicketStatus, TicketStore, TooManyOpen, closed_as)
 from service.store.timers import Timers
 
 
@@ -28,6 +28,8 @@ class Claimables:
     queues: dict[str, dict[str, float]] = field(default_factory=lambda: defaultdict(dict))
     pointers: dict[str, dict[str, str]] = field(default_factory=lambda: defaultdict(dict))
     invites_open: dict[str, dict[str, float]] = field(default_factory=lambda: defaultdict(dict))
+    # (scope, Idempotency-Key name): the first ticket's id and fingerprint, and until when they are kept
+    retries: dict[tuple[str, str], tuple[str, float]] = field(default_factory=dict)
 
     def live(self, kind: str, key: str) -> _Held | None:
         found = self.held.get((kind, key))
@@ -96,8 +98,13 @@ class _MemoryClaimables:
 
 
 class MemoryTickets(_MemoryClaimables, TicketStore):
-    def open(self, ticket: Ticket, max_open: int, keep_seconds: int) -> Ticket:
+    def open(self, ticket: Ticket, max_open: int, keep_seconds: int, retry: RetryKey | None = None) -> Ticket:
+        first = f"{ticket.id} {ticket.fingerprint}"
         with self._store._changed:
+            if retry is not None:
+                kept = self._table.retries.get((ticket.scope, retry.name))
+                if kept is not None and kept[1] > time.time() and kept[0] != first:
+                    raise KeyReused()
             pointers = self._table.pointers[ticket.scope]
             held = pointers.get(ticket.player.external_id)
             if held is not None and held != ticket.id:
@@ -112,6 +119,8 @@ class MemoryTickets(_MemoryClaimables, TicketStore):
                 if len(pointers) >= max_open:
                     raise TooManyOpen()
             pointers[ticket.player.external_id] = ticket.id
+            if retry is not None:
+                self._table.retries[(ticket.scope, retry.name)] = (first, time.time() + retry.seconds)
             kept = self._put("ticket", ticket.id, TicketStatus.WAITING, ticket.dump(), ticket.expires_at + keep_seconds)
             if kept is not None:
                 return self._parse(self._table.live("ticket", ticket.id))

@@ -4,8 +4,10 @@
   channel ``P{<ticket id>}:n``: the id is placed in its queue's shard, so the ticket, its queue
   ``P{s<k>}:q:<queue>``, the shard's timers and the games the queue makes share one slot;
 - ``P{s<k>}:inv:<code>`` hash (the same fields) and channel ``...:n``, in the shard its code names;
-- ``P{k:<scope>}:open`` hash: a player's (hashed external id) open ticket, per API key; its
-  length bounds the key's open tickets. ``P{k:<scope>}:invites`` sorted set: the key's open
+- ``P{k:<scope>}:open`` hash: a player's (hashed external id) open ticket, per API key, with
+  when it was set (``<ticket id> <epoch seconds>``); its length bounds the key's open tickets.
+  ``P{k:<scope>}:retry:<name>``: the first ticket queued under an Idempotency-Key and its
+  request's fingerprint, set with the pointer. ``P{k:<scope>}:invites`` sorted set: the key's open
   invites scored by expiry, which bounds them.
 
 A ticket or invite is kept ``keep_seconds`` past its expiry, so a matched one stays readable.
@@ -22,8 +24,8 @@ from redis import Redis
 from redis.cluster import RedisCluster
 
 from service.store.keys import ClaimKeys, invite_keys, queue_key, scope_key, ticket_keys
-from service.store.matchmaking import (AlreadyOpen, Invite, InviteStatus, InviteStore, Ticket, TicketStatus,
-                                       TicketStore, TooManyOpen, closed_as, queue_shard)
+from service.store.matchmaking import (AlreadyOpen, Invite, InviteStatus, InviteStore, KeyReused, RetryKey, Ticket,
+                                       TicketStatus, TicketStore, TooManyOpen, closed_as, queue_shard)
 from service.store.redis_errors import store_errors
 from service.store.timers import Timer, shard_of_subject
 from service.store.timers_redis import timers_key
@@ -54,19 +56,36 @@ redis.call('SPUBLISH', ARGV[7], version)
 return 1
 """
 
-# KEYS: the key's pointers. ARGV: 1 player, 2 ticket id, 3 most open, 4 the pointer to replace ('').
-# Returns {'ok'}, {'held', <ticket id>} (another ticket is the player's) or {'full'}.
-POINT_LUA = """#!lua
+# A pointer is "<ticket id> <epoch seconds it was set>". Its ticket is stored right after it is
+# set, by the same request: a pointer to a ticket that does not exist is believed this long (that
+# request is under way), and replaced after (it failed before storing its ticket).
+POINTER_GRACE_SECONDS = 10.0
+_TICKET_OF_POINTER = """
+local function ticket_of(pointer) return string.match(pointer, '^[^ ]+') end
+"""
+
+# KEYS: the key's pointers, the Idempotency-Key's record (the pointers again: none). ARGV: 1 player,
+# 2 ticket id, 3 most open, 4 the pointer to replace (''), 5 now, 6 the record ('<ticket id>
+# <fingerprint>'), 7 its life in seconds. Returns {'ok'}, {'held', <pointer>} (another ticket is
+# the player's), {'full'} or {'reused'} (the record names another request).
+POINT_LUA = "#!lua" + _TICKET_OF_POINTER + """
+local keyed = KEYS[2] ~= KEYS[1]
+if keyed then
+  local first = redis.call('GET', KEYS[2])
+  if first and first ~= ARGV[6] then return {'reused', ''} end
+end
 local held = redis.call('HGET', KEYS[1], ARGV[1])
-if held and held ~= ARGV[2] and held ~= ARGV[4] then return {'held', held} end
+if held and ticket_of(held) ~= ARGV[2] and held ~= ARGV[4] then return {'held', held} end
 if not held and redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[3]) then return {'full', ''} end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2] .. ' ' .. ARGV[5])
+if keyed then redis.call('SET', KEYS[2], ARGV[6], 'EX', ARGV[7]) end
 return {'ok', ''}
 """
 
 # KEYS: the key's pointers. ARGV: player, ticket id. Forget the pointer if it is still this ticket's.
-UNPOINT_LUA = """#!lua
-if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then return redis.call('HDEL', KEYS[1], ARGV[1]) end
+UNPOINT_LUA = "#!lua" + _TICKET_OF_POINTER + """
+local held = redis.call('HGET', KEYS[1], ARGV[1])
+if held and ticket_of(held) == ARGV[2] then return redis.call('HDEL', KEYS[1], ARGV[1]) end
 return 0
 """
 
@@ -120,8 +139,8 @@ class RedisTickets(_Claimables, TicketStore):
         self._point = client.register_script(POINT_LUA)
         self._unpoint = client.register_script(UNPOINT_LUA)
 
-    def open(self, ticket: Ticket, max_open: int, keep_seconds: int) -> Ticket:
-        self._take_pointer(ticket, max_open)
+    def open(self, ticket: Ticket, max_open: int, keep_seconds: int, retry: RetryKey | None = None) -> Ticket:
+        self._take_pointer(ticket, max_open, retry)
         keys = ticket_keys(self._prefix, ticket.id, ticket.queue)
         ttl = max(int(ticket.expires_at - time.time()), 1) + keep_seconds
         timer_at = min(at for at in (ticket.expires_at, ticket.bot_at) if at is not None)
@@ -129,31 +148,42 @@ class RedisTickets(_Claimables, TicketStore):
                            TicketStatus.WAITING, int(ticket.created_at * 1000))
         return ticket if kept is None else self.get(ticket.id) or Ticket.parse(kept)
 
-    def _take_pointer(self, ticket: Ticket, max_open: int) -> None:
+    def _take_pointer(self, ticket: Ticket, max_open: int, retry: RetryKey | None) -> None:
         pointers = scope_key(self._prefix, ticket.scope, "open")
+        record = pointers if retry is None else scope_key(self._prefix, ticket.scope, f"retry:{retry.name}")
         player = player_pointer(ticket.player.external_id)
         replace = ""
         for _ in range(3):
             with store_errors():
-                outcome, held = self._point(keys=[pointers], args=[player, ticket.id, max_open, replace])
+                outcome, held = self._point(keys=[pointers, record], args=[
+                    player, ticket.id, max_open, replace, repr(time.time()), f"{ticket.id} {ticket.fingerprint}",
+                    0 if retry is None else retry.seconds])
             if outcome == "ok":
                 return
+            if outcome == "reused":
+                raise KeyReused()
             if outcome == "full":
                 if not self._prune(pointers):
                     raise TooManyOpen()
                 continue
-            found = self.get(held)
-            if found is not None and found.status == TicketStatus.WAITING:
-                raise AlreadyOpen(held)
+            if not self._stale(held):
+                raise AlreadyOpen(held.partition(" ")[0])
             replace = held  # a pointer left behind: the ticket it names no longer waits
         raise TooManyOpen()
+
+    def _stale(self, pointer: str) -> bool:
+        """Whether the player ``pointer`` names no ticket that waits or is being stored."""
+        ticket_id, _, set_at = pointer.partition(" ")
+        found = self.get(ticket_id)
+        if found is None:
+            return time.time() - float(set_at or 0) > POINTER_GRACE_SECONDS
+        return found.status != TicketStatus.WAITING
 
     def _prune(self, pointers: str) -> bool:
         """Forget the pointers to tickets that no longer wait; whether any was."""
         with store_errors():
             held = self._client.hgetall(pointers)
-        stale = [player for player, ticket_id in held.items()
-                 if (found := self.get(ticket_id)) is None or found.status != TicketStatus.WAITING]
+        stale = [player for player, pointer in held.items() if self._stale(pointer)]
         if stale:
             with store_errors():
                 self._client.hdel(pointers, *stale)
