@@ -4,8 +4,8 @@
   channel ``P{<ticket id>}:n``: the id is placed in its queue's shard, so the ticket, its queue
   ``P{s<k>}:q:<queue>``, the shard's timers and the games the queue makes share one slot;
 - ``P{s<k>}:inv:<code>`` hash (the same fields) and channel ``...:n``, in the shard its code names;
-- ``P{k:<scope>}:open`` hash: a player's (hashed external id) open ticket, per API key; its
-  length bounds the key's open tickets. ``P{k:<scope>}:invites`` sorted set: the key's open
+- ``P{k:<scope>}:open`` hash: a player's (hashed external id) open ticket, per API key, as
+  ``<ticket id> <ms when taken>``; its length bounds the key's open tickets. ``P{k:<scope>}:invites`` sorted set: the key's open
   invites scored by expiry, which bounds them.
 
 A ticket or invite is kept ``keep_seconds`` past its expiry, so a matched one stays readable.
@@ -54,25 +54,38 @@ redis.call('SPUBLISH', ARGV[7], version)
 return 1
 """
 
-# KEYS: the key's pointers. ARGV: 1 player, 2 ticket id, 3 most open, 4 the pointer to replace ('').
-# Returns {'ok'}, {'held', <ticket id>} (another ticket is the player's) or {'full'}.
+# KEYS: the key's pointers. ARGV: 1 player, 2 ticket id, 3 most open, 4 the pointer to replace (''),
+# 5 now (ms). Returns {'ok'}, {'held', <pointer>} (another ticket is the player's) or {'full'}.
 POINT_LUA = """#!lua
 local held = redis.call('HGET', KEYS[1], ARGV[1])
-if held and held ~= ARGV[2] and held ~= ARGV[4] then return {'held', held} end
+if held and string.match(held, '^%S+') ~= ARGV[2] and held ~= ARGV[4] then return {'held', held} end
 if not held and redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[3]) then return {'full', ''} end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2] .. ' ' .. ARGV[5])
 return {'ok', ''}
 """
 
 # KEYS: the key's pointers. ARGV: player, ticket id. Forget the pointer if it is still this ticket's.
 UNPOINT_LUA = """#!lua
-if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then return redis.call('HDEL', KEYS[1], ARGV[1]) end
+local held = redis.call('HGET', KEYS[1], ARGV[1])
+if held and string.match(held, '^%S+') == ARGV[2] then return redis.call('HDEL', KEYS[1], ARGV[1]) end
 return 0
 """
+
+# A pointer is taken before its ticket is stored (they live in different slots), so a pointer to
+# a ticket that does not exist may be another request's, about to store it: it is believed this
+# long (more than a request takes between the two, a failing store call included), and only
+# then taken for one left behind by a crash.
+POINTER_GRACE_SECONDS = 10.0
 
 
 def player_pointer(external_id: str) -> str:
     return hashlib.sha256(external_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def pointed(pointer: str) -> tuple[str, float]:
+    """The ticket id a pointer names, and when it was taken (epoch seconds)."""
+    ticket_id, _, taken_ms = pointer.partition(" ")
+    return ticket_id, int(taken_ms or 0) / 1000
 
 
 class _Claimables:
@@ -135,25 +148,33 @@ class RedisTickets(_Claimables, TicketStore):
         replace = ""
         for _ in range(3):
             with store_errors():
-                outcome, held = self._point(keys=[pointers], args=[player, ticket.id, max_open, replace])
+                outcome, held = self._point(keys=[pointers],
+                                            args=[player, ticket.id, max_open, replace, int(time.time() * 1000)])
             if outcome == "ok":
                 return
             if outcome == "full":
                 if not self._prune(pointers):
                     raise TooManyOpen()
                 continue
-            found = self.get(held)
-            if found is not None and found.status == TicketStatus.WAITING:
-                raise AlreadyOpen(held)
+            if self._holds(held):
+                raise AlreadyOpen(pointed(held)[0])
             replace = held  # a pointer left behind: the ticket it names no longer waits
         raise TooManyOpen()
 
+    def _holds(self, pointer: str) -> bool:
+        """Whether ``pointer`` still names the player's open ticket: one waiting, or one not
+        stored yet by the request that took the pointer."""
+        ticket_id, taken_at = pointed(pointer)
+        found = self.get(ticket_id)
+        if found is None:
+            return time.time() - taken_at < POINTER_GRACE_SECONDS
+        return found.status == TicketStatus.WAITING
+
     def _prune(self, pointers: str) -> bool:
-        """Forget the pointers to tickets that no longer wait; whether any was."""
+        """Forget the pointers that no longer hold a ticket; whether any was."""
         with store_errors():
             held = self._client.hgetall(pointers)
-        stale = [player for player, ticket_id in held.items()
-                 if (found := self.get(ticket_id)) is None or found.status != TicketStatus.WAITING]
+        stale = [player for player, pointer in held.items() if not self._holds(pointer)]
         if stale:
             with store_errors():
                 self._client.hdel(pointers, *stale)
