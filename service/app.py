@@ -60,7 +60,7 @@ def create_app(config: Config | Mapping[str, str] | None = None, store: GameStor
         # Nothing else can reach this process's memory: its background work runs here.
         runner = background_runner(config, games, areas, IN_PROCESS)
         app.extensions[BACKGROUND_EXTENSION] = runner
-        run_in_process(runner, store.activity)
+        run_in_process(runner, store.activity, app.app_context)
     register_problem_handlers(app)
     register_api(app)
     return app
