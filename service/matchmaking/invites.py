@@ -29,6 +29,9 @@ LOOK_ALIKES = str.maketrans({"O": "0", "I": "1", "L": "1"})
 TOKEN_LABEL = "invite"
 HOST_SEAT, GUEST_SEAT = 0, 1
 ACCEPT_WINDOW_SECONDS = 60
+# Codes drawn for one invite before giving up: a drawn code is taken with a chance of (open
+# invites) / 2**40, so a second draw is already rare and a fifth never happens.
+CODE_ATTEMPTS = 5
 
 
 @dataclass(frozen=True)
@@ -71,12 +74,18 @@ class Invites:
         scope = self.ctx.scope_of(owner)
         match_rules = rules.rules_for(new.variant, new.rules).as_dict()
         now = self.ctx.now()
-        invite = Invite(new_code(), scope, new.host, new.variant, match_rules, new.rated, now, now + new.expires_in)
-        try:
-            return self._invites().open(invite, self.settings.max_open, self.settings.keep_seconds)
-        except TooManyOpen:
-            raise LimitReached(f"this API key holds {self.settings.max_open} open invites", code="invite_limit_reached",
-                               params={"limit": self.settings.max_open}) from None
+        for _ in range(CODE_ATTEMPTS):
+            invite = Invite(new_code(), scope, new.host, new.variant, match_rules, new.rated, now,
+                            now + new.expires_in)
+            try:
+                kept = self._invites().open(invite, self.settings.max_open, self.settings.keep_seconds)
+            except TooManyOpen:
+                raise LimitReached(f"this API key holds {self.settings.max_open} open invites",
+                                   code="invite_limit_reached", params={"limit": self.settings.max_open}) from None
+            if kept == invite:
+                return kept
+            # The code is another invite's (the store keeps the first): draw another.
+        raise RuntimeError(f"{CODE_ATTEMPTS} invite codes drawn were all taken")
 
     def read(self, owner: str | None, code: str, wait: float) -> tuple[Invite, str | None]:
         """The invite (waiting up to ``wait`` s while it is open) and, once accepted, the host's
