@@ -41,6 +41,7 @@ import datetime
 import http.client
 import os
 import platform
+import re
 import sys
 import tempfile
 import threading
@@ -424,6 +425,13 @@ def report(options, sent: list[Sent], checked: Checked, before: Usage, after: Us
         print("  (a shared Redis: its commands include everyone else's)")
 
 
+def print_store_errors(log: str) -> None:
+    """What the service logged when a Redis call failed (its 503s), by kind."""
+    kinds = Counter(re.sub(r"\d+", "N", message) for message in re.findall(r'"msg": "game store unavailable: ([^"]*)"', log))
+    if kinds:
+        print(f"  store errors the service logged (answered 503 store_unavailable): {dict(kinds.most_common(3))}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tickets", type=int, default=10_000)
@@ -462,6 +470,7 @@ def main() -> None:
                                                            own is not None, counted)
                 checked = check(client, prefix, server.port)
                 report(options, sent, checked, before, after, seconds)
+                print_store_errors(server.log_text() + worker.log_text())
         finally:
             worker.stop()
             server.stop()
