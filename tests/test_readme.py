@@ -38,9 +38,9 @@ WALKTHROUGH_SECONDS = 240
 FENCE = re.compile(r"^<!-- (?P<mark>[a-z-]+) -->\n```(?P<lang>\w+)\n(?P<code>.*?)^```$", re.MULTILINE | re.DOTALL)
 
 
-def marked_blocks(mark: str, lang: str) -> list[str]:
-    """The README's code blocks of ``lang`` preceded by ``<!-- mark -->``, in order."""
-    return [m["code"] for m in FENCE.finditer(README.read_text(encoding="utf-8"))
+def marked_blocks(mark: str, lang: str, document: Path = README) -> list[str]:
+    """The code blocks of ``lang`` preceded by ``<!-- mark -->`` in ``document``, in order."""
+    return [m["code"] for m in FENCE.finditer(document.read_text(encoding="utf-8"))
             if m["mark"] == mark and m["lang"] == lang]
 
 
@@ -88,13 +88,12 @@ def test_the_curl_check_catches_a_request_that_would_pass_silently():
     assert fails_on_http_errors("curl -s -o p.json -w '%{http_code}' $BASE/v1/games")
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(shutil.which("curl") is None or shutil.which("bash") is None, reason="needs curl and bash")
-def test_the_walkthrough_runs_as_written(fresh_service: str, tmp_path: Path):
-    blocks = marked_blocks("walkthrough", "sh")
-    script = "\n".join(blocks).replace(f"BASE={DOCUMENTED_BASE}", f"BASE={fresh_service}", 1)
+def run_walkthrough(blocks: list[str], base: str, workdir: Path) -> str:
+    """Run ``blocks`` in order as one bash script (``set -euo pipefail``) in the empty directory
+    ``workdir``, against the service at ``base`` (the only change: the documented base URL in
+    the block that sets ``BASE``); returns its output, or fails the test with both outputs."""
+    script = "\n".join(blocks).replace(f"BASE={DOCUMENTED_BASE}", f"BASE={base}", 1)
     assert ":8000" not in script
-    workdir = tmp_path / "walkthrough"
     workdir.mkdir()
     (workdir / "walkthrough.sh").write_text("set -euo pipefail\n" + script, encoding="utf-8")
     # python3 in the blocks is whatever the reader has; here, this interpreter.
@@ -102,7 +101,13 @@ def test_the_walkthrough_runs_as_written(fresh_service: str, tmp_path: Path):
     result = subprocess.run(["bash", "walkthrough.sh"], cwd=workdir, env=environment, capture_output=True,
                             text=True, timeout=WALKTHROUGH_SECONDS)
     assert result.returncode == 0, f"exit {result.returncode}\n--- stdout\n{result.stdout}\n--- stderr\n{result.stderr}"
-    out = result.stdout
+    return result.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("curl") is None or shutil.which("bash") is None, reason="needs curl and bash")
+def test_the_walkthrough_runs_as_written(fresh_service: str, tmp_path: Path):
+    out = run_walkthrough(marked_blocks("walkthrough", "sh"), fresh_service, tmp_path / "walkthrough")
     assert "the retry got the first answer" in out
     assert re.search(r"^(gin|knock|undercut|dead) \| seat", out, re.MULTILINE), out
     assert "finished {'status': 'finished', 'winner': 1, 'forfeit': 0" in out

@@ -3,7 +3,7 @@
 A code is 8 characters of Crockford's base32 (``0-9`` and ``A-Z`` without ``I``, ``L``, ``O``
 and ``U``): 40 random bits, and it reads back whatever the case and with ``O`` for ``0`` and
 ``I``/``L`` for ``1``, so the letters that look alike cannot be mistaken. Accepting creates the
-match and uses the invite in one atomic step (the game's id is derived from the code and put
+match and uses the invite in one atomic step (the game's id is derived from the invite and put
 in the invite's shard): an invite is used once, and a host never learns of a match that does
 not exist. Accepting is rate limited per API key, so codes cannot be guessed by trying them.
 """
@@ -29,6 +29,9 @@ LOOK_ALIKES = str.maketrans({"O": "0", "I": "1", "L": "1"})
 TOKEN_LABEL = "invite"
 HOST_SEAT, GUEST_SEAT = 0, 1
 ACCEPT_WINDOW_SECONDS = 60
+# Codes drawn for one invite before giving up: a drawn code is taken with a chance of (open
+# invites) / 2**40, so a second draw is already rare and a fifth never happens.
+CODE_ATTEMPTS = 5
 
 
 @dataclass(frozen=True)
@@ -71,12 +74,18 @@ class Invites:
         scope = self.ctx.scope_of(owner)
         match_rules = rules.rules_for(new.variant, new.rules).as_dict()
         now = self.ctx.now()
-        invite = Invite(new_code(), scope, new.host, new.variant, match_rules, new.rated, now, now + new.expires_in)
-        try:
-            return self._invites().open(invite, self.settings.max_open, self.settings.keep_seconds)
-        except TooManyOpen:
-            raise LimitReached(f"this API key holds {self.settings.max_open} open invites", code="invite_limit_reached",
-                               params={"limit": self.settings.max_open}) from None
+        for _ in range(CODE_ATTEMPTS):
+            invite = Invite(new_code(), scope, new.host, new.variant, match_rules, new.rated, now,
+                            now + new.expires_in)
+            try:
+                kept = self._invites().open(invite, self.settings.max_open, self.settings.keep_seconds)
+            except TooManyOpen:
+                raise LimitReached(f"this API key holds {self.settings.max_open} open invites",
+                                   code="invite_limit_reached", params={"limit": self.settings.max_open}) from None
+            if kept == invite:
+                return kept
+            # The code is another invite's (the store keeps the first): draw another.
+        raise RuntimeError(f"{CODE_ATTEMPTS} invite codes drawn were all taken")
 
     def read(self, owner: str | None, code: str, wait: float) -> tuple[Invite, str | None]:
         """The invite (waiting up to ``wait`` s, at most the server's longest long-poll, while it
@@ -131,7 +140,10 @@ class Invites:
 
     def _create(self, invite: Invite, guest: Player) -> Invite:
         shard = invite_shard(invite.code)
-        game_id = ids.derived_game_id(self.ctx.secret().mac("invite", invite.code), "invite", shard)
+        # Of this invite, not only of its code: a code drawn again once an invite is gone must not
+        # lead to that invite's match, which may live on.
+        game_id = ids.derived_game_id(self.ctx.secret().mac("invite", invite.code, repr(invite.created_at)), "invite",
+                                      shard)
         seats = (NewSeat(invite.host.name, None, invite.host.external_id, invite.host.metadata),
                  NewSeat(guest.name, None, guest.external_id, guest.metadata))
         owner = None if invite.scope == "-" else invite.scope
@@ -140,7 +152,13 @@ class Invites:
                            version=invite.version + 1)
         claim = Claim("invite", invite.code, invite.version, InviteStatus.OPEN, InviteStatus.ACCEPTED,
                       accepted.dump(), None, Timer("invite", invite.code).member)
-        create_seated(self.ctx, game_id, seating, (claim,))
+        made = create_seated(self.ctx, game_id, seating, (claim,))
+        seated = made.seats[GUEST_SEAT]
+        if (made.match.names[GUEST_SEAT], seated.external_id, seated.metadata) != (guest.name, guest.external_id,
+                                                                                 guest.metadata):
+            # The code's match exists already, made by another acceptance that came first: this
+            # one's claim was never checked, and the seat (and its token) is the other player's.
+            raise ClaimLost(game_id)
         return accepted
 
     def _count_accept(self, owner: str | None) -> None:

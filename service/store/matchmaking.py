@@ -8,8 +8,9 @@ once and never points to a match that does not exist, on a single Redis and on a
 invite lives in the shard its code names, and its match is created the same way.
 
 A player's open ticket (one per API key) is kept in the key's own slot: a pointer to the
-ticket, checked against the ticket itself, so a pointer left behind by a crash is replaced
-rather than believed.
+ticket, taken before the ticket is stored and checked against the ticket itself, so a pointer
+left behind by a crash is replaced rather than believed (on Redis, once it is older than a
+request could still be storing its ticket).
 """
 from __future__ import annotations
 

@@ -89,7 +89,6 @@ if held and ticket_of(held) == ARGV[2] then return redis.call('HDEL', KEYS[1], A
 return 0
 """
 
-
 def player_pointer(external_id: str) -> str:
     return hashlib.sha256(external_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
@@ -180,7 +179,7 @@ class RedisTickets(_Claimables, TicketStore):
         return found.status != TicketStatus.WAITING
 
     def _prune(self, pointers: str) -> bool:
-        """Forget the pointers to tickets that no longer wait; whether any was."""
+        """Forget the pointers that no longer hold a ticket; whether any was."""
         with store_errors():
             held = self._client.hgetall(pointers)
         stale = [player for player, pointer in held.items() if self._stale(pointer)]
