@@ -29,6 +29,9 @@
 | LONG_POLL_MAX_WAITERS | 1000 (gunicorn: 3/4 of its worker connections) | long-polls one process holds at once; beyond, 503 ``long_poll_capacity`` with Retry-After |
 | REQUEST_BODY_TIMEOUT_SECONDS | 10 | a request body must arrive within this (gevent worker; each deadline falls in its last fifth), else 408 and the connection is closed |
 | RESPONSE_SEND_TIMEOUT_SECONDS | 10 | a client must take each part of an answer within this (gevent worker), else the connection is dropped |
+| STREAM_HEARTBEAT_SECONDS | 15 | longest silence on a live stream before a comment line keeps it open (1-15) |
+| STREAMS_PER_API_KEY | 10000 | live streams one process holds at once for one API key (``X-API-Key``); beyond, 429 ``too_many_streams`` |
+| STREAMS_PER_ADDRESS | 200 | live streams one process holds at once for one client address (without an API key); beyond, 429 ``too_many_streams`` |
 """
 from __future__ import annotations
 
@@ -49,6 +52,8 @@ MAX_PORT = 65535
 # The longest ``wait`` the API allows on the events long-poll (its schema's maximum); a server
 # may cap it lower (LONG_POLL_MAX_SECONDS).
 LONGEST_WAIT_SECONDS = 30
+# A stream's heartbeat comes at least this often (proxies close connections silent for longer).
+LONGEST_HEARTBEAT_SECONDS = 15
 
 
 class ConfigError(ValueError):
@@ -87,6 +92,10 @@ class Config:
     webhook_max_attempts: int = 8
     worker_port: int = 8001
     worker_graceful_seconds: int = 20
+    # Live streams (GET /v1/games/{id}/stream): heartbeat, and open streams per process.
+    stream_heartbeat_seconds: int = LONGEST_HEARTBEAT_SECONDS
+    streams_per_api_key: int = 10000
+    streams_per_address: int = 200
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: str) -> Config:
@@ -140,6 +149,10 @@ class Config:
             webhook_max_attempts=_positive_int(source, "WEBHOOK_MAX_ATTEMPTS", cls.webhook_max_attempts),
             worker_port=_port(source, "WORKER_PORT", cls.worker_port),
             worker_graceful_seconds=_int_at_least(source, "WORKER_GRACEFUL_SECONDS", cls.worker_graceful_seconds, 0),
+            stream_heartbeat_seconds=_int_at_least(source, "STREAM_HEARTBEAT_SECONDS", cls.stream_heartbeat_seconds,
+                                                   1, maximum=LONGEST_HEARTBEAT_SECONDS),
+            streams_per_api_key=_positive_int(source, "STREAMS_PER_API_KEY", cls.streams_per_api_key),
+            streams_per_address=_positive_int(source, "STREAMS_PER_ADDRESS", cls.streams_per_address),
         )
         if not embedded:
             _refuse_placeholders(config)

@@ -40,6 +40,7 @@ def register_api(app: Flask) -> ProblemApi:
     from service.api.examples import recorded
     from service.api.games.event_schemas import event_components
     from service.api.games.routes import blp as games_blp
+    from service.api.games import stream  # noqa: F401 - adds the match's stream to the games blueprint
     from service.api.hands.routes import blp as hands_blp
     from service.api.health.routes import blp as health_blp
     from service.api.players.routes import blp as players_blp

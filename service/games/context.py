@@ -37,6 +37,8 @@ class Settings:
     anonymous_create: bool = True
     create_quota_per_minute: int = 0
     webhook_allowed_hosts: AllowedHosts = AllowedHosts()
+    # Live streams: the longest silence on a stream before a heartbeat comment.
+    stream_heartbeat_seconds: float = 15
 
 
 @dataclass

@@ -1,0 +1,106 @@
+"""Which service processes are alive, so that a crashed one's presence marks are ignored.
+
+A process that marks seats present, or follows presence, beats every BEAT_SECONDS: one round
+trip that sets its own expiry in a sorted set shared by every process (``<prefix>processes``,
+score = when it counts as gone), drops the entries past their expiry and reads the rest. A
+mark names its process; a reader counts only the marks of processes in the set it read last,
+and reads it again (at most once per REFRESH_SECONDS) when a mark names one it does not
+know (a process that began after its last beat). A process that stops beating (crashed,
+killed) is gone LIVES_SECONDS after its last beat; the beat that sees it go wakes this
+process's presence followers, so they read presence again. A process with neither marks
+nor followers does not beat: Redis then hears nothing from it.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import threading
+import time
+from collections.abc import Callable
+
+from redis import Redis
+from redis.cluster import RedisCluster
+from redis.exceptions import RedisClusterException, RedisError
+
+log = logging.getLogger(__name__)
+
+BEAT_SECONDS = 5.0
+LIVES_SECONDS = 15.0
+REFRESH_SECONDS = 1.0
+# A presence mark held longer than this is written again (its key expires after a day).
+RENEW_MARKS_SECONDS = 3600.0
+
+
+class Liveness:
+    """This process's heartbeat and the live processes as last read.
+
+    ``client()`` gives the redis-py client; ``key`` names the sorted set; ``needed()`` says
+    whether to keep beating; ``departed()`` is called when a process is seen to be gone;
+    ``renew(older_than)`` writes again the marks held that long (each beat)."""
+
+    def __init__(self, client: Callable[[], Redis | RedisCluster], key: str, needed: Callable[[], bool],
+                 departed: Callable[[], None], renew: Callable[[float], None]) -> None:
+        self._client = client
+        self._key = key
+        self._needed = needed
+        self._departed = departed
+        self._renew = renew
+        self._lock = threading.Lock()
+        self._pid = 0
+        self._id = ""
+        self._live: frozenset[str] = frozenset()
+        self._read_at = float("-inf")
+        self._beating: threading.Thread | None = None
+
+    @property
+    def id(self) -> str:
+        """This process's name in marks: made anew in a forked child."""
+        if self._pid != os.getpid():
+            self._pid, self._id = os.getpid(), f"{os.getpid()}.{secrets.token_hex(3)}"
+        return self._id
+
+    def register(self) -> None:
+        """Beat now (so this process is known before its first mark) and keep beating while
+        needed. Raises RedisError, RedisClusterException."""
+        self._beat()
+        with self._lock:
+            if self._beating is None:
+                self._beating = threading.Thread(target=self._run, name="liveness beat", daemon=True)
+                self._beating.start()
+
+    def is_live(self, process: str) -> bool:
+        """Whether ``process`` beat recently, as last read; a name not known reads again
+        (at most every REFRESH_SECONDS). Raises RedisError, RedisClusterException."""
+        if process in self._live:
+            return True
+        if time.monotonic() - self._read_at >= REFRESH_SECONDS:
+            self._beat()
+        return process in self._live
+
+    def _beat(self) -> None:
+        now = time.time()
+        pipe = self._client().pipeline(transaction=False)
+        if self._needed():
+            pipe.zadd(self._key, {self.id: now + LIVES_SECONDS})
+            pipe.expire(self._key, int(LIVES_SECONDS * 4))
+        pipe.zremrangebyscore(self._key, "-inf", now)
+        pipe.zrange(self._key, 0, -1)
+        live = frozenset(pipe.execute()[-1])
+        with self._lock:
+            before, self._live, self._read_at = self._live, live, time.monotonic()
+        if before - live:
+            self._departed()
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(BEAT_SECONDS)
+            with self._lock:
+                if not self._needed():
+                    self._beating = None
+                    return
+            try:
+                self._beat()
+                self._renew(RENEW_MARKS_SECONDS)
+            except (RedisError, RedisClusterException, OSError) as error:
+                log.warning("presence: cannot beat: %s: %s", type(error).__name__, error)
