@@ -53,7 +53,7 @@ def test_every_route_is_documented_and_nothing_else(app, spec):
     assert routes == set(spec["paths"])
 
 
-PER_REQUEST_HEADERS = {"If-Match", "If-None-Match", "Idempotency-Key"}
+PER_REQUEST_HEADERS = {"If-Match", "If-None-Match", "Idempotency-Key", "Last-Event-ID"}
 
 
 def test_every_field_and_parameter_has_a_description_and_an_example(spec):
@@ -192,7 +192,7 @@ def test_the_docs_page_uses_local_assets_only(app):
 # --- what clients and /docs read -------------------------------------------------------------
 
 PUBLIC_OPERATIONS = {"analyzeHand", "liveness", "readiness", "getOpenApi", "getDocs"}
-OPTIONAL_TOKEN_OPERATIONS = {"getGame", "listEvents"}
+OPTIONAL_TOKEN_OPERATIONS = {"getGame", "listEvents", "streamGame"}
 API_KEY_OPERATIONS = {"abort", "reissueToken", "listPlayerGames"}
 
 

@@ -78,7 +78,7 @@ class Stream(MethodView):
     @blp.arguments(StreamQuerySchema(), location="query")
     @blp.response(
         200, {"type": "string", "description": "Server-Sent Events: `view`, then the match's events, `presence` "
-                                               "changes and heartbeat comments", "example": EXAMPLE},
+                                               "changes and heartbeat comments"},
         content_type=sse.MEDIA_TYPE, example=EXAMPLE,
         description="A stream of Server-Sent Events (`text/event-stream`), open until the match is over",
     )
