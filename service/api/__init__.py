@@ -46,6 +46,8 @@ def register_api(app: Flask) -> ProblemApi:
     from service.api.players.routes import blp as players_blp
     from service.api.problems import problem_examples, problem_responses
     from service.api.vocabulary import COMPONENTS
+    from service.api.watch.routes import assets as watch_assets
+    from service.api.watch.routes import blp as watch_blp
 
     app.config.update(
         API_TITLE=openapi.API_TITLE,
@@ -73,11 +75,12 @@ def register_api(app: Flask) -> ProblemApi:
         components.response(name, response)
     for name, schema in {**COMPONENTS, **event_components()}.items():
         components.schema(name, schema)
-    for blp in (games_blp, players_blp, hands_blp, health_blp, docs_blp):
+    for blp in (games_blp, players_blp, hands_blp, health_blp, docs_blp, watch_blp):
         api.register_blueprint(blp)
     for blp in (games_blp, players_blp, hands_blp):
         app.before_request_funcs.setdefault(blp.name, []).append(refuse_unknown_api_key)
     app.register_blueprint(assets)
+    app.register_blueprint(watch_assets)
     document = openapi.finish(api.spec.to_dict(), examples.responses)
     app.extensions[DOCUMENT_EXTENSION] = json.dumps(document, sort_keys=True, indent=2) + "\n"
     return api

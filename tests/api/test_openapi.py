@@ -13,8 +13,9 @@ from service.api.docs.routes import openapi_text
 from tests.api.conftest import build_app
 
 CHECKED_IN = Path(__file__).resolve().parents[2] / "openapi" / "openapi.json"
-# Routes outside the API contract: Prometheus metrics and the docs page's own files.
-UNDOCUMENTED = {"/metrics", "/docs/start.js", "/docs/assets/<path:filename>", "/docs/<any(rules, api):name>.md"}
+# Routes outside the API contract: Prometheus metrics and the files of the docs and watch pages.
+UNDOCUMENTED = {"/metrics", "/docs/start.js", "/docs/assets/<path:filename>", "/docs/<any(rules, api):name>.md",
+                "/watch/assets/<any('watch.css', 'watch.js'):filename>"}
 
 
 @pytest.fixture(scope="module")
@@ -191,7 +192,7 @@ def test_the_docs_page_uses_local_assets_only(app):
 
 # --- what clients and /docs read -------------------------------------------------------------
 
-PUBLIC_OPERATIONS = {"analyzeHand", "liveness", "readiness", "getOpenApi", "getDocs"}
+PUBLIC_OPERATIONS = {"analyzeHand", "liveness", "readiness", "getOpenApi", "getDocs", "watchGame"}
 OPTIONAL_TOKEN_OPERATIONS = {"getGame", "listEvents", "streamGame"}
 API_KEY_OPERATIONS = {"abort", "reissueToken", "listPlayerGames"}
 
