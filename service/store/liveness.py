@@ -1,14 +1,16 @@
 """Which service processes are alive, so that a crashed one's presence marks are ignored.
 
-A process that marks seats present, or follows presence, beats every BEAT_SECONDS: one round
-trip that sets its own expiry in a sorted set shared by every process (``<prefix>processes``,
-score = when it counts as gone), drops the entries past their expiry and reads the rest. A
-mark names its process; a reader counts only the marks of processes in the set it read last,
-and reads it again (at most once per REFRESH_SECONDS) when a mark names one it does not
-know (a process that began after its last beat). A process that stops beating (crashed,
-killed) is gone LIVES_SECONDS after its last beat; the beat that sees it go wakes this
-process's presence followers, so they read presence again. A process with neither marks
-nor followers does not beat: Redis then hears nothing from it.
+A process that marks seats present beats every BEAT_SECONDS: one round trip that sets its
+own expiry in a sorted set shared by every process (``<prefix>processes``, score = when it
+counts as gone), drops the entries past their expiry and reads the rest. A mark names its
+process; a reader counts only the marks of processes in the set it read last, and reads it
+again (at most once per REFRESH_SECONDS) when a mark names one it does not know (a process
+that began after its last read). A process that stops beating (crashed, killed) is gone
+LIVES_SECONDS after its last beat; the read that sees it go wakes this process's presence
+followers (streams), so they read presence again. A process that follows presence without
+holding a mark (spectators' streams only) reads the set every FOLLOWER_READ_SECONDS, so
+that its followers learn of a crash anyway; one with neither sends Redis nothing. Either way
+the cost is per process, never per stream.
 """
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ log = logging.getLogger(__name__)
 BEAT_SECONDS = 5.0
 LIVES_SECONDS = 15.0
 REFRESH_SECONDS = 1.0
+FOLLOWER_READ_SECONDS = 60.0
 # A presence mark held longer than this is written again (its key expires after a day).
 RENEW_MARKS_SECONDS = 3600.0
 
@@ -35,15 +38,18 @@ RENEW_MARKS_SECONDS = 3600.0
 class Liveness:
     """This process's heartbeat and the live processes as last read.
 
-    ``client()`` gives the redis-py client; ``key`` names the sorted set; ``needed()`` says
-    whether to keep beating; ``departed()`` is called when a process is seen to be gone;
-    ``renew(older_than)`` writes again the marks held that long (each beat)."""
+    ``client()`` gives the redis-py client; ``key`` names the sorted set; ``marked()`` says
+    whether this process holds marks (then it beats), ``following()`` whether it follows
+    presence (then it reads now and then); ``departed()`` is called when a process is seen to be
+    gone; ``renew(older_than)`` writes again the marks held that long (each beat)."""
 
-    def __init__(self, client: Callable[[], Redis | RedisCluster], key: str, needed: Callable[[], bool],
-                 departed: Callable[[], None], renew: Callable[[float], None]) -> None:
+    def __init__(self, client: Callable[[], Redis | RedisCluster], key: str, marked: Callable[[], bool],
+                 following: Callable[[], bool], departed: Callable[[], None],
+                 renew: Callable[[float], None]) -> None:
         self._client = client
         self._key = key
-        self._needed = needed
+        self._marked = marked
+        self._following = following
         self._departed = departed
         self._renew = renew
         self._lock = threading.Lock()
@@ -62,8 +68,12 @@ class Liveness:
 
     def register(self) -> None:
         """Beat now (so this process is known before its first mark) and keep beating while
-        needed. Raises RedisError, RedisClusterException."""
+        it has marks. Raises RedisError, RedisClusterException."""
         self._beat()
+        self.watch()
+
+    def watch(self) -> None:
+        """Make sure the beats (or the followers' reads) go on while needed."""
         with self._lock:
             if self._beating is None:
                 self._beating = threading.Thread(target=self._run, name="liveness beat", daemon=True)
@@ -81,7 +91,7 @@ class Liveness:
     def _beat(self) -> None:
         now = time.time()
         pipe = self._client().pipeline(transaction=False)
-        if self._needed():
+        if self._marked():
             pipe.zadd(self._key, {self.id: now + LIVES_SECONDS})
             pipe.expire(self._key, int(LIVES_SECONDS * 4))
         pipe.zremrangebyscore(self._key, "-inf", now)
@@ -96,11 +106,15 @@ class Liveness:
         while True:
             time.sleep(BEAT_SECONDS)
             with self._lock:
-                if not self._needed():
+                marked = self._marked()
+                if not marked and not self._following():
                     self._beating = None
                     return
+            if not marked and time.monotonic() - self._read_at < FOLLOWER_READ_SECONDS:
+                continue
             try:
                 self._beat()
-                self._renew(RENEW_MARKS_SECONDS)
+                if marked:
+                    self._renew(RENEW_MARKS_SECONDS)
             except (RedisError, RedisClusterException, OSError) as error:
                 log.warning("presence: cannot beat: %s: %s", type(error).__name__, error)

@@ -257,6 +257,7 @@ class Notifier:
         self._channels: dict[str, _Channel] = {}
         self._links: dict[str, _Link] = {}
         self._waiting = 0
+        self._following_presence = 0
         self._closed = False
         self._linger = LINGER_SECONDS if linger is None else linger
         self._idle: dict[str, float] = {}  # channels without waiters: since when (monotonic)
@@ -280,8 +281,7 @@ class Notifier:
 
     def follows_presence(self) -> bool:
         """Whether a waiter of this process follows presence changes."""
-        with self._lock:
-            return any(waiter.presence for state in self._channels.values() for waiter in state.waiters)
+        return self._following_presence > 0
 
     def wake_presence(self) -> None:
         """Wake every waiter that follows presence (a process that marked seats is gone)."""
@@ -340,12 +340,14 @@ class Notifier:
             self._idle.pop(channel, None)
             state.waiters.add(waiter)
             self._waiting += 1
+            self._following_presence += presence
             if state.link is None:
                 try:
                     self._link_for(channel).add(state)
                 except (RedisError, RedisClusterException) as error:
                     state.waiters.discard(waiter)
                     self._waiting -= 1
+                    self._following_presence -= presence
                     del self._channels[channel]
                     log.error("long-poll subscriptions: %s: %s", type(error).__name__, error)
                     raise StoreError() from error
@@ -355,6 +357,7 @@ class Notifier:
         with self._lock:
             state.waiters.discard(waiter)
             self._waiting -= 1
+            self._following_presence -= waiter.presence
             if state.waiters:
                 return
             if self._linger > 0 and not self._closed and self._channels.get(state.name) is state:

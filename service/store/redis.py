@@ -296,8 +296,9 @@ class RedisStore(GameStore):
         self._max_waiters = max_waiters
         self._lock = threading.Lock()
         self._built: _Connection | None = None
-        self._liveness = Liveness(lambda: self._connection().client, prefix + PROCESSES_KEY, self._liveness_needed,
-                                  self._wake_presence, lambda older_than: self._seat_holds().renew(older_than))
+        self._liveness = Liveness(lambda: self._connection().client, prefix + PROCESSES_KEY,
+                                  lambda: self._seat_holds().has_marks(), self._follows_presence, self._wake_presence,
+                                  lambda older_than: self._seat_holds().renew(older_than))
         with suppress(RedisError, RedisClusterException):
             self._connection()
 
@@ -413,7 +414,9 @@ class RedisStore(GameStore):
 
         Raises StoreError, notify.LongPollCapacity."""
         keys = self._keys(game_id)
-        return self._connection().notifier.waiting_on(keys.channel, after, presence=True)
+        following = self._connection().notifier.waiting_on(keys.channel, after, presence=True)
+        self._liveness.watch()
+        return following
 
     def mark_present(self, game_id: str, seat: int, present: bool) -> None:
         """HSET or HDEL this process's mark of ``seat`` and publish ``p`` (one round trip;
@@ -528,10 +531,8 @@ class RedisStore(GameStore):
                 seats.add(int(seat))
         return frozenset(seats)
 
-    def _liveness_needed(self) -> bool:
-        built = self._built
-        following = built is not None and built.notifier.follows_presence()
-        return following or self._seat_holds().has_marks()
+    def _follows_presence(self) -> bool:
+        return self._built is not None and self._built.notifier.follows_presence()
 
     def _keys(self, game_id: str) -> GameKeys:
         try:
