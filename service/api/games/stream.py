@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack
 
 import marshmallow as ma
-from flask import Response, current_app, request
+from flask import Flask, Response, current_app, request
 from flask.views import MethodView
 
 from service.api import sse
@@ -111,27 +111,35 @@ class Stream(MethodView):
         except BaseException:
             held.close()
             raise
-        return sse.event_stream(request.environ, _frames(stream, held), held.close)
+        app = current_app._get_current_object()
+        return sse.event_stream(request.environ, _frames(app, stream, held), held.close)
 
 
-def _frames(stream: MatchStream, held: ExitStack) -> Iterator[bytes]:
-    """The stream's messages as SSE frames; lets go of ``held`` when it ends."""
-    backlog = sse.Backlog()
-    sent = 0
+def _frames(app: Flask, stream: MatchStream, held: ExitStack) -> Iterator[bytes]:
+    """The stream's messages as SSE frames; lets go of ``held`` when it ends. The body is made
+    after the view returned: in the app's context again (a deadline it settles is counted in
+    the app's metrics)."""
     try:
         yield sse.retry_hint()
-        for message in stream.messages():
-            match message:
-                case View():
-                    data = sse.frame(message.body, "view", message.resume_at)
-                case Shown():
-                    data = sse.frame(message.body, message.type, message.seq)
-                case PresenceChange():
-                    data = sse.frame({"seat": message.seat, "online": message.online}, "presence")
-                case Quiet():
-                    backlog.check(sent)
-                    data = sse.comment("keep-alive")
-            sent += len(data)
-            yield data
+        with app.app_context():
+            yield from _messages(stream)
     finally:
         held.close()
+
+
+def _messages(stream: MatchStream) -> Iterator[bytes]:
+    backlog = sse.Backlog()
+    sent = 0
+    for message in stream.messages():
+        match message:
+            case View():
+                data = sse.frame(message.body, "view", message.resume_at)
+            case Shown():
+                data = sse.frame(message.body, message.type, message.seq)
+            case PresenceChange():
+                data = sse.frame({"seat": message.seat, "online": message.online}, "presence")
+            case Quiet():
+                backlog.check(sent)
+                data = sse.comment("keep-alive")
+        sent += len(data)
+        yield data
