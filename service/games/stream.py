@@ -5,10 +5,11 @@ to that viewer, presence changes, and a heartbeat while nothing happens.
 place, the game, the token, the resume point), so that a refusal is an ordinary problem
 answer; ``MatchStream.messages`` then runs until the match is over, the process stops, or the
 client leaves. It waits on the store's ``Follow`` of the game, which costs the store nothing
-while nothing happens; on a wake-up it reads the game (which settles a turn deadline that
-passed, as every read does) and, when there are new events, the events: two round trips per
-change. A turn deadline or the end of a seat's recent-action window that falls due while it
-waits wakes it too, so a timeout is played and streamed without a worker.
+while nothing happens; on a wake-up it takes the game's latest read from the tail it shares
+with the process's other streams of that game (``tails.py``: the game, which settles a turn
+deadline that passed as every read does, and the new events; two round trips per change and
+process). A turn deadline or the end of a seat's recent-action window that falls due while
+it waits wakes it too, so a timeout is played and streamed without a worker.
 
 Presence changes are not events of the match: they have no sequence number, are not stored,
 and a stream sends one only when a seat's presence differs from what it last told its client
@@ -28,10 +29,8 @@ from service.games.errors import ConcurrentChange, Unprocessable
 from service.games.presence import next_change, online_seats
 from service.games.record import Record
 from service.games.service import SETTLE_SPREAD, GameService
+from service.games.tails import Tail, tails_of
 from service.store.base import Follow, GameMissing, StoreError, Wake
-
-MATCH_OVER = rules.EventType.MATCH_FINISHED.value
-
 
 @dataclass(frozen=True)
 class View:
@@ -89,7 +88,10 @@ def open_stream(games: GameService, game_id: str, token: str | None, resume: int
         if viewer is not None:
             held.enter_context(store.holding(game_id, viewer))
             own = frozenset((viewer,))
-        return MatchStream(games, game_id, viewer, own, follow, record, loaded.present | own, held)
+        tails = tails_of(games)
+        tail = tails.take(games, game_id)
+        held.callback(tails.give_back, tail, game_id)
+        return MatchStream(games, game_id, viewer, own, follow, tail, record, loaded.present | own, held)
     except BaseException:
         held.close()
         raise
@@ -99,12 +101,14 @@ class MatchStream:
     """What ``open_stream`` holds: iterate ``messages()`` once; it lets go when that ends."""
 
     def __init__(self, games: GameService, game_id: str, viewer: int | None, own: frozenset[int],
-                 follow: Follow, record: Record, present: Set[int], held: ExitStack) -> None:
+                 follow: Follow, tail: Tail, record: Record, present: Set[int], held: ExitStack) -> None:
         self._games = games
         self._game_id = game_id
         self._viewer = viewer
         self._own = own
         self._follow = follow
+        self._tail = tail
+        self._opened_at = time.monotonic()
         self._record = record
         self._present = present
         self._held = held
@@ -118,7 +122,7 @@ class MatchStream:
         try:
             yield View(self._games.shown(self._game_id, self._record, self._viewer, self._present), self._follow.after)
             if self._record.match.event_count > self._follow.after:
-                yield from self._events()
+                yield from self._refresh(self._opened_at)
             heartbeat = self._games.ctx.settings.stream_heartbeat_seconds
             quiet_until = time.monotonic() + heartbeat
             while not self._over:
@@ -132,7 +136,7 @@ class MatchStream:
                     quiet_until = now + heartbeat
                 if wake is not None or now >= due:
                     try:
-                        yield from self._refresh()
+                        yield from self._refresh(self._follow.woken_at if wake is not None else now)
                     except ConcurrentChange:
                         pass  # settling a deadline kept losing races: the winners' events wake it
         except (GameMissing, StoreError):
@@ -157,21 +161,18 @@ class MatchStream:
             times.append(now + window_end - clock)
         return min(times, default=float("inf"))
 
-    def _refresh(self) -> Iterator[Message]:
-        loaded, self._record = self._games.current(self._game_id, present=True)
-        self._present = loaded.present | self._own
-        if self._record.match.event_count > self._follow.after:
-            yield from self._events()
+    def _refresh(self, since: float) -> Iterator[Message]:
+        """What changed, from a read of the game begun at ``since`` or later."""
+        read, events = self._tail.latest(self._follow.after, since)
+        self._record, self._present = read.record, read.present | self._own
+        for event in events:
+            shown = rules.shown_event(event, self._viewer)
+            self._follow.after = event.seq
+            yield Shown(event.seq, shown["type"], shown)
+            if event.type is rules.EventType.MATCH_FINISHED:
+                self._over = True
         online = online_seats(self._record, self._present, self._games.ctx.now())
         for seat, (was, now) in enumerate(zip(self._told, online)):
             if was != now:
                 yield PresenceChange(seat, now)
         self._told = online
-
-    def _events(self) -> Iterator[Message]:
-        for stored in self._games.ctx.store.events(self._game_id, self._follow.after):
-            shown = rules.redact_event(stored, self._viewer)
-            self._follow.after = shown["seq"]
-            yield Shown(shown["seq"], shown["type"], shown)
-            if shown["type"] == MATCH_OVER:
-                self._over = True

@@ -149,10 +149,12 @@ class Wake(Enum):
 class Follow(abc.ABC):
     """A reader's hold on one game's changes, for as long as it follows them (a stream).
 
-    ``after`` is the last event the reader has; it moves it on as it reads."""
+    ``after`` is the last event the reader has; it moves it on as it reads. ``woken_at``
+    (time.monotonic()) is when the last wake-up came: a read begun since then sees its change."""
 
     __slots__ = ()
     after: int
+    woken_at: float
 
     @abc.abstractmethod
     def wait(self, deadline: float) -> Wake | None:

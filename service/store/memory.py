@@ -279,10 +279,17 @@ class _Follower(Follow):
         self._store = store
         self._game_id = game_id
         self.after = after
+        self.woken_at = 0.0
         with store._lock:
             self._presence_seen = store._presence_changes.get(game_id, 0)
 
     def wait(self, deadline: float) -> Wake | None:
+        wake = self._wait(deadline)
+        if wake is not None:
+            self.woken_at = time.monotonic()
+        return wake
+
+    def _wait(self, deadline: float) -> Wake | None:
         store = self._store
         with store._changed:
             while True:

@@ -177,13 +177,14 @@ class Waiter(Follow):
     """One long-poll or stream on one channel, waiting for a count above ``after`` (and, when
     it follows ``presence``, for presence changes)."""
 
-    __slots__ = ("channel", "after", "presence", "_lock", "_event", "_wake", "_hung_up", "__weakref__")
+    __slots__ = ("channel", "after", "presence", "woken_at", "_lock", "_event", "_wake", "_hung_up", "__weakref__")
 
     def __init__(self, channel: str, after: int, lock: threading.Lock, wake: Wake | None = None,
                  presence: bool = False) -> None:
         self.channel = channel
         self.after = after
         self.presence = presence
+        self.woken_at = 0.0
         self._lock = lock
         self._event = threading.Event()
         self._wake = wake
@@ -210,9 +211,11 @@ class Waiter(Follow):
             raise ClientGone()
         return wake
 
-    def _set(self, wake: Wake) -> None:
+    def _set(self, wake: Wake, at: float | None = None) -> None:
         """Called with the notifier's lock held. A reason to read events outranks a presence
-        change (a reader of events reads presence too)."""
+        change (a reader of events reads presence too). ``at``: when the news came (one time
+        for every waiter a message wakes, so that one read begun after it serves them all)."""
+        self.woken_at = time.monotonic() if at is None else at
         if self._wake is Wake.SHUTDOWN or (wake is Wake.PRESENCE and self._wake is not None):
             self._event.set()
             return
@@ -579,10 +582,11 @@ class _Link:
 def _wake_passed(state: _Channel, data: Any) -> None:
     """Wake the waiters of ``state`` whose ``after`` the published count passes (or, for a
     presence message, those that follow presence)."""
+    at = time.monotonic()
     if data == PRESENCE_MESSAGE:
         for waiter in state.waiters:
             if waiter.presence:
-                waiter._set(Wake.PRESENCE)
+                waiter._set(Wake.PRESENCE, at)
         return
     try:
         count = int(data)
@@ -590,7 +594,7 @@ def _wake_passed(state: _Channel, data: Any) -> None:
         count = None  # not a count: let everyone read
     for waiter in state.waiters:
         if count is None or count > waiter.after:
-            waiter._set(Wake.EVENTS)
+            waiter._set(Wake.EVENTS, at)
 
 
 @contextmanager

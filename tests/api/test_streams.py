@@ -9,6 +9,7 @@ import json
 import time
 
 import pytest
+import redis
 
 from service.api.context import EXTENSION
 from service.rules.events import EventType
@@ -269,3 +270,34 @@ def test_no_stream_shows_a_hidden_card_over_a_whole_match(redis_app, variant):
             if event["type"] == "advice":
                 assert ("message" in event) is may_see, (viewer, event)
     assert moves > 50
+
+
+def test_the_streams_of_a_game_in_one_process_share_one_read_per_change(tmp_path):
+    from tests.e2e.waiters import changed, command_calls
+    from tests.redis_servers import RedisServer
+
+    server = RedisServer(tmp_path / "redis").start()
+    app = build_app(REDIS_URL=server.url, KEY_PREFIX="s:", STREAM_HEARTBEAT_SECONDS="1")
+    client = redis.Redis.from_url(server.url)
+    try:
+        table = Table.open(app, app.test_client(), "classic", seed=5)
+        readers = [Reader(table.client, stream_path(table)) for _ in range(6)]
+        for reader in readers:
+            reader.until(bool)
+        for _ in range(3):
+            before, requests = command_calls(client), table.requests
+            assert play_one(table).status_code == 200
+            last = table.view()["last_seq"]
+            for reader in readers:
+                reader.until_seq(last)
+            spent = changed(before, command_calls(client))
+            # One read of the game and one of its events for the six streams (an HMGET each; the
+            # events' script also an LRANGE): every request of the test reads the game once, and
+            # a move reads no events.
+            assert spent["hmget"] - (table.requests - requests) == 2 and spent["lrange"] == 1, spent
+        for reader in readers:
+            reader.stop()
+    finally:
+        client.close()
+        store_of(app).close()
+        server.stop()
