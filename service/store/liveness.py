@@ -1,8 +1,9 @@
 """Which service processes are alive, so that a crashed one's presence marks are ignored.
 
-A process that marks seats present beats every BEAT_SECONDS: one round trip that sets its
-own expiry in a sorted set shared by every process (``<prefix>processes``, score = when it
-counts as gone), drops the entries past their expiry and reads the rest. A mark names its
+A process that marks seats present beats every BEAT_SECONDS: one round trip (two commands)
+that sets its own expiry in a sorted set shared by every process (``<prefix>processes``,
+score = when it counts as gone) and reads the entries not yet past theirs; once a minute it
+also drops the entries past their expiry. A mark names its
 process; a reader counts only the marks of processes in the set it read last, and reads it
 again (at most once per REFRESH_SECONDS) when a mark names one it does not know (a process
 that began after its last read). A process that stops beating (crashed, killed) is gone
@@ -31,6 +32,7 @@ BEAT_SECONDS = 5.0
 LIVES_SECONDS = 15.0
 REFRESH_SECONDS = 1.0
 FOLLOWER_READ_SECONDS = 60.0
+PRUNE_SECONDS = 60.0
 # A presence mark held longer than this is written again (its key expires after a day).
 RENEW_MARKS_SECONDS = 3600.0
 
@@ -57,6 +59,7 @@ class Liveness:
         self._id = ""
         self._live: frozenset[str] = frozenset()
         self._read_at = float("-inf")
+        self._pruned_at = float("-inf")
         self._beating: threading.Thread | None = None
 
     @property
@@ -93,9 +96,12 @@ class Liveness:
         pipe = self._client().pipeline(transaction=False)
         if self._marked():
             pipe.zadd(self._key, {self.id: now + LIVES_SECONDS})
-            pipe.expire(self._key, int(LIVES_SECONDS * 4))
-        pipe.zremrangebyscore(self._key, "-inf", now)
-        pipe.zrange(self._key, 0, -1)
+            if time.monotonic() - self._pruned_at >= PRUNE_SECONDS:
+                # Now and then: the entries of processes long gone, and the set once none beats.
+                pipe.zremrangebyscore(self._key, "-inf", now)
+                pipe.expire(self._key, int(PRUNE_SECONDS + LIVES_SECONDS))
+                self._pruned_at = time.monotonic()
+        pipe.zrangebyscore(self._key, now, "+inf")
         live = frozenset(pipe.execute()[-1])
         with self._lock:
             before, self._live, self._read_at = self._live, live, time.monotonic()
