@@ -113,6 +113,7 @@ class MatchStream:
         self._present = present
         self._held = held
         self._told = online_seats(record, present, games.ctx.now())
+        self._sent_at = self._opened_at
         # A finished match: the events after the resume point (if any), then the end.
         self._over = record.match.is_finished
 
@@ -124,16 +125,16 @@ class MatchStream:
             if self._record.match.event_count > self._follow.after:
                 yield from self._refresh(self._opened_at)
             heartbeat = self._games.ctx.settings.stream_heartbeat_seconds
-            quiet_until = time.monotonic() + heartbeat
+            self._sent_at = time.monotonic()
             while not self._over:
                 due = self._due()
-                wake = self._follow.wait(min(quiet_until, due))
+                wake = self._follow.wait(min(self._sent_at + heartbeat, due))
                 if wake is Wake.SHUTDOWN:
                     return
                 now = time.monotonic()
-                if wake is None and now >= quiet_until:
+                if wake is None and now >= self._sent_at + heartbeat:
                     yield Quiet()
-                    quiet_until = now + heartbeat
+                    self._sent_at = now
                 if wake is not None or now >= due:
                     try:
                         yield from self._refresh(self._follow.woken_at if wake is not None else now)
@@ -168,11 +169,13 @@ class MatchStream:
         for event in events:
             shown = rules.shown_event(event, self._viewer)
             self._follow.after = event.seq
+            self._sent_at = time.monotonic()
             yield Shown(event.seq, shown["type"], shown)
             if event.type is rules.EventType.MATCH_FINISHED:
                 self._over = True
         online = online_seats(self._record, self._present, self._games.ctx.now())
         for seat, (was, now) in enumerate(zip(self._told, online)):
             if was != now:
+                self._sent_at = time.monotonic()
                 yield PresenceChange(seat, now)
         self._told = online
