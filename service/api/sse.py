@@ -107,10 +107,6 @@ class OpenStreams:
                 if self._open[who] <= 0:
                     del self._open[who]
 
-    def count(self, owner: str | None, address: str) -> int:
-        with self._lock:
-            return self._open[f"key:{owner}" if owner is not None else f"address:{address}"]
-
 
 class Backlog:
     """Whether the client takes what the stream sends. ``check(sent)``, at each heartbeat with
