@@ -25,6 +25,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from typing import TypeVar
 
 import orjson
 from flask import Request, Response
@@ -32,6 +33,7 @@ from flask import Request, Response
 from service.games.errors import TooMany, Unprocessable
 from service.requester import REQUESTER, ClientGone, mark_streamed, unsent_bytes
 
+Resume = TypeVar("Resume")
 MEDIA_TYPE = "text/event-stream"
 LAST_EVENT_ID = "Last-Event-ID"
 # The largest resume point taken (the events query's ``after`` has the same bound).
@@ -43,7 +45,7 @@ RECONNECT_MS = (1000, 5000)
 STREAMS_RETRY_AFTER_SECONDS = 5
 
 
-def frame(data: object, event: str | None = None, event_id: int | None = None) -> bytes:
+def frame(data: object, event: str | None = None, event_id: int | str | None = None) -> bytes:
     """One event: ``data`` as compact JSON (one line), with its type and id when given."""
     head = ""
     if event_id is not None:
@@ -63,17 +65,24 @@ def retry_hint() -> bytes:
     return f"retry: {random.randint(*RECONNECT_MS)}\n\n".encode()
 
 
-def resume_point(request: Request, after: int | None) -> int | None:
-    """Where the client resumes: its ``Last-Event-ID`` when it sent one, else ``after``
-    (None: from now on). Raises Unprocessable for a Last-Event-ID that is no event id."""
+def event_seq(text: str) -> int:
+    """A match's event number as an SSE id. Raises ValueError for anything else."""
+    if not (text.isascii() and text.isdigit() and int(text) <= MAX_EVENT_ID):
+        raise ValueError(f"an event number (0 to {MAX_EVENT_ID})")
+    return int(text)
+
+
+def resume_point(request: Request, after: Resume | None, parse: Callable[[str], Resume] = event_seq) -> Resume | None:
+    """Where the client resumes: its ``Last-Event-ID`` read by ``parse`` when it sent one, else
+    ``after`` (None: from now on). Raises Unprocessable for a Last-Event-ID that ``parse``
+    refuses (ValueError: its message says what an id of this stream looks like)."""
     header = request.headers.get(LAST_EVENT_ID)
     if header is None or not header.strip():
         return after
-    text = header.strip()
-    if not (text.isascii() and text.isdigit() and int(text) <= MAX_EVENT_ID):
-        raise Unprocessable(f"{LAST_EVENT_ID} must be an event id this stream sent (0 to {MAX_EVENT_ID})",
-                            field=LAST_EVENT_ID)
-    return int(text)
+    try:
+        return parse(header.strip())
+    except ValueError as error:
+        raise Unprocessable(f"{LAST_EVENT_ID} must be an id this stream sent: {error}", field=LAST_EVENT_ID) from None
 
 
 class OpenStreams:
