@@ -62,11 +62,6 @@ class SeatHolds:
                     self._releasing[key] = time.monotonic() + self._grace
                     self._start_sweeper()
 
-    def has_marks(self) -> bool:
-        """Whether the store holds a mark of this process, or one is being written."""
-        with self._lock:
-            return bool(self._marked or self._writing or self._failed)
-
     def renew(self, older_than: float) -> None:
         """Write again the marks written more than ``older_than`` seconds ago (the store's
         copy expires if a seat stays present for very long without a write)."""

@@ -296,8 +296,9 @@ class RedisStore(GameStore):
         self._max_waiters = max_waiters
         self._lock = threading.Lock()
         self._built: _Connection | None = None
+        self._marks: set[tuple[str, int]] = set()  # the presence marks this process holds
         self._liveness = Liveness(lambda: self._connection().client, prefix + PROCESSES_KEY,
-                                  lambda: self._seat_holds().has_marks(), self._follows_presence, self._wake_presence,
+                                  lambda: bool(self._marks), self._follows_presence, self._wake_presence,
                                   lambda older_than: self._seat_holds().renew(older_than))
         with suppress(RedisError, RedisClusterException):
             self._connection()
@@ -422,13 +423,22 @@ class RedisStore(GameStore):
         """HSET or HDEL this process's mark of ``seat`` and publish ``p`` (one round trip;
         the first mark of the process beats first). Raises StoreError."""
         keys = self._keys(game_id)
+        mark = (game_id, seat)
         with _store_errors():
             built = self._connection()
-            if present:
-                self._liveness.register()
-            built.presence(keys=[keys.presence],
-                           args=[f"{self._liveness.id}:{seat}", "1" if present else "0", PRESENCE_TTL_SECONDS,
-                                 keys.channel])
+            try:
+                if present:
+                    self._marks.add(mark)  # first: the beat that registers this process sees a mark
+                    self._liveness.register()
+                built.presence(keys=[keys.presence],
+                               args=[f"{self._liveness.id}:{seat}", "1" if present else "0", PRESENCE_TTL_SECONDS,
+                                     keys.channel])
+            except BaseException:
+                if present:
+                    self._marks.discard(mark)
+                raise
+            if not present:
+                self._marks.discard(mark)
 
     def present_seats(self, game_id: str) -> frozenset[int]:
         """The seats marked by a live process (HGETALL, and a beat when a mark names a
