@@ -29,7 +29,7 @@
 | LONG_POLL_MAX_WAITERS | 1000 (gunicorn: 3/4 of its worker connections) | long-polls one process holds at once; beyond, 503 ``long_poll_capacity`` with Retry-After |
 | REQUEST_BODY_TIMEOUT_SECONDS | 10 | a request body must arrive within this (gevent worker; each deadline falls in its last fifth), else 408 and the connection is closed |
 | RESPONSE_SEND_TIMEOUT_SECONDS | 10 | a client must take each part of an answer within this (gevent worker), else the connection is dropped |
-| STREAM_HEARTBEAT_SECONDS | 15 | longest silence on a live stream before a comment line keeps it open (1-15) |
+| STREAM_HEARTBEAT_SECONDS | 15 | longest silence on a live stream before a comment line keeps it open (1-15); also how long a reader may take (next to) nothing of what waits for it |
 | STREAMS_PER_API_KEY | 10000 | live streams one process holds at once for one API key (``X-API-Key``); beyond, 429 ``too_many_streams`` |
 | STREAMS_PER_ADDRESS | 200 | live streams one process holds at once for one client address (without an API key); beyond, 429 ``too_many_streams`` |
 """

@@ -9,11 +9,11 @@ What any stream of the API shares, whatever it follows:
   EventSource sends when it reconnects) before the query's ``after``.
 - ``OpenStreams`` bounds the streams one process holds per API key and per client address,
   refusing before the stream starts (a problem answer, not a broken stream).
-- ``Backlog`` cuts off a client that has taken nothing of what was sent for a whole heartbeat
-  interval (checked at each heartbeat), so a reader that stopped reading holds at most what
-  the kernel buffers for it (~128 KiB, service/gunicorn_worker.py), and not for long; a write
-  that waits longer than RESPONSE_SEND_TIMEOUT_SECONDS for room fails and drops the connection
-  too.
+- ``Backlog`` cuts off a client that has taken nothing of what waited for it for a whole
+  heartbeat interval (looked at before each message, the heartbeats included), so a reader
+  that stopped reading holds at most what the kernel buffers for it (~128 KiB,
+  service/gunicorn_worker.py), and not for long; a write that waits longer than
+  RESPONSE_SEND_TIMEOUT_SECONDS for room fails and drops the connection too.
 - ``event_stream`` is the answer: ``text/event-stream``, never cached or buffered by a proxy,
   with the client's connection known to the waiting machinery while the body is made
   (``requester.mark_streamed``), and what the stream holds let go when the answer ends.
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -41,6 +42,8 @@ MAX_EVENT_ID = 1_000_000_000
 # A client that reconnects waits this long first (``retry:``), drawn per stream, so that the
 # clients of a worker that stopped do not all come back in the same instant.
 RECONNECT_MS = (1000, 5000)
+# What a client must take of what waits for it within a heartbeat interval not to be cut off.
+PROGRESS_BYTES = 1024
 # A client refused for its number of streams may try again after this.
 STREAMS_RETRY_AFTER_SECONDS = 5
 
@@ -118,11 +121,16 @@ class OpenStreams:
 
 
 class Backlog:
-    """Whether the client takes what the stream sends. ``check(sent)``, at each heartbeat with
-    the bytes sent so far: raises ClientGone when the client took nothing since the last check
-    while bytes were waiting for it then and now (Linux's count of unacknowledged bytes)."""
+    """Whether the client takes what the stream sends. ``check(sent)`` before each message,
+    with the bytes sent so far: raises ClientGone once bytes have waited for the client for
+    ``every`` seconds while it took less than PROGRESS_BYTES of them (Linux's count of
+    unacknowledged bytes on its connection, one ioctl). A client's kernel takes in a little
+    now and then even when the client reads nothing (it packs what it holds); a client that
+    reads, however slowly, takes far more."""
 
-    def __init__(self) -> None:
+    def __init__(self, every: float) -> None:
+        self._every = every
+        self._since: float | None = None  # since when bytes wait without the client taking them
         self._sent = 0
         self._waiting = 0
 
@@ -130,12 +138,12 @@ class Backlog:
         sock = REQUESTER.get()
         if sock is None:
             return
+        now = time.monotonic()
         waiting = unsent_bytes(sock)
-        # Taken since the last check: what was sent since, less what waits more than then.
         taken = (sent - self._sent) - (waiting - self._waiting)
-        stalled = self._waiting > 0 and waiting > 0 and taken <= 0
-        self._sent, self._waiting = sent, waiting
-        if stalled:
+        if self._since is None or waiting == 0 or taken >= PROGRESS_BYTES:
+            self._since, self._sent, self._waiting = now, sent, waiting
+        elif now - self._since >= self._every:
             raise ClientGone()
 
 

@@ -112,23 +112,23 @@ class Stream(MethodView):
             held.close()
             raise
         app = current_app._get_current_object()
-        return sse.event_stream(request.environ, _frames(app, stream, held), held.close)
+        backlog = sse.Backlog(current().config.stream_heartbeat_seconds)
+        return sse.event_stream(request.environ, _frames(app, stream, backlog, held), held.close)
 
 
-def _frames(app: Flask, stream: MatchStream, held: ExitStack) -> Iterator[bytes]:
+def _frames(app: Flask, stream: MatchStream, backlog: sse.Backlog, held: ExitStack) -> Iterator[bytes]:
     """The stream's messages as SSE frames; lets go of ``held`` when it ends. The body is made
     after the view returned: in the app's context again (a deadline it settles is counted in
     the app's metrics)."""
     try:
         yield sse.retry_hint()
         with app.app_context():
-            yield from _messages(stream)
+            yield from _messages(stream, backlog)
     finally:
         held.close()
 
 
-def _messages(stream: MatchStream) -> Iterator[bytes]:
-    backlog = sse.Backlog()
+def _messages(stream: MatchStream, backlog: sse.Backlog) -> Iterator[bytes]:
     sent = 0
     for message in stream.messages():
         match message:
@@ -139,7 +139,7 @@ def _messages(stream: MatchStream) -> Iterator[bytes]:
             case PresenceChange():
                 data = sse.frame({"seat": message.seat, "online": message.online}, "presence")
             case Quiet():
-                backlog.check(sent)
                 data = sse.comment("keep-alive")
+        backlog.check(sent)
         sent += len(data)
         yield data
