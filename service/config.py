@@ -42,6 +42,9 @@
 | INVITE_MAX_OPEN | 10000 | open invites one API key may hold; beyond, 429 `invite_limit_reached` |
 | INVITE_ACCEPTS_PER_MINUTE | 60 | invite acceptances (right or wrong codes) one API key may try per minute; 0: no limit |
 | KEY_STREAM_RETENTION_SECONDS | 90000 (25 h) | how long an API key's stream (`GET /v1/stream`) keeps what it announces, so a client resumes after up to that long (at least 86400) |
+| STREAM_HEARTBEAT_SECONDS | 15 | longest silence on a live stream before a comment line keeps it open (1-15); also how long a reader may take (next to) nothing of what waits for it |
+| STREAMS_PER_API_KEY | 10000 | live streams one process holds at once for one API key (``X-API-Key``); beyond, 429 ``too_many_streams`` |
+| STREAMS_PER_ADDRESS | 200 | live streams one process holds at once for one client address (without an API key); beyond, 429 ``too_many_streams`` |
 """
 from __future__ import annotations
 
@@ -64,6 +67,8 @@ MAX_PORT = 65535
 # The longest ``wait`` the API allows on the events long-poll (its schema's maximum); a server
 # may cap it lower (LONG_POLL_MAX_SECONDS).
 LONGEST_WAIT_SECONDS = 30
+# A stream's heartbeat comes at least this often (proxies close connections silent for longer).
+LONGEST_HEARTBEAT_SECONDS = 15
 
 
 class ConfigError(ValueError):
@@ -118,6 +123,10 @@ class Config:
     invite_accepts_per_minute: int = 60
     # The API keys' streams (service/streams)
     key_stream_retention_seconds: int = 90000
+    # Live streams (GET /v1/games/{id}/stream): heartbeat, and open streams per process.
+    stream_heartbeat_seconds: int = LONGEST_HEARTBEAT_SECONDS
+    streams_per_api_key: int = 10000
+    streams_per_address: int = 200
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: str) -> Config:
@@ -185,6 +194,10 @@ class Config:
                                                     cls.invite_accepts_per_minute, 0),
             key_stream_retention_seconds=_int_at_least(source, "KEY_STREAM_RETENTION_SECONDS",
                                                        cls.key_stream_retention_seconds, 86400),
+            stream_heartbeat_seconds=_int_at_least(source, "STREAM_HEARTBEAT_SECONDS", cls.stream_heartbeat_seconds,
+                                                   1, maximum=LONGEST_HEARTBEAT_SECONDS),
+            streams_per_api_key=_positive_int(source, "STREAMS_PER_API_KEY", cls.streams_per_api_key),
+            streams_per_address=_positive_int(source, "STREAMS_PER_ADDRESS", cls.streams_per_address),
         )
         if config.matchmaking_gap_max < config.matchmaking_gap_initial:
             raise ConfigError("MATCHMAKING_GAP_MAX must be at least MATCHMAKING_GAP_INITIAL")

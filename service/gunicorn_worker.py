@@ -9,16 +9,16 @@ Named in service/gunicorn_conf.py as ``service.gunicorn_worker.Worker``.
 """
 from __future__ import annotations
 
-import fcntl
 import select
 import struct
-import termios
 import time
 
 import gevent
 import gunicorn.util
 from gevent import monkey, socket
 from gunicorn.workers.ggevent import GeventWorker
+
+from service.requester import unsent_bytes
 
 # A kept-alive connection stays with the worker that accepted it, and a few busy clients (or a
 # proxy's pool of upstream connections) could all sit on one worker while the other idles:
@@ -175,7 +175,7 @@ def close_when_taken(sock) -> None:
     unsent = 0
     try:
         deadline = time.monotonic() + CLOSE_DRAIN_SECONDS
-        while (unsent := _unsent_bytes(sock)) and time.monotonic() < deadline:
+        while (unsent := unsent_bytes(sock)) and time.monotonic() < deadline:
             gevent.sleep(DRAIN_POLL_SECONDS)
     finally:
         if unsent:
@@ -185,15 +185,6 @@ def close_when_taken(sock) -> None:
                 sock.close()
             except OSError:
                 pass
-
-
-def _unsent_bytes(sock) -> int:
-    """Bytes written to ``sock`` that its client has not acknowledged yet (Linux's SIOCOUTQ);
-    0 when the socket is closed or the platform cannot tell."""
-    try:
-        return struct.unpack("i", fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0\0\0\0"))[0]
-    except (OSError, ValueError, AttributeError):
-        return 0
 
 
 def _drop(sock) -> None:

@@ -40,6 +40,7 @@ def register_api(app: Flask) -> ProblemApi:
     from service.api.examples import recorded
     from service.api.games.event_schemas import event_components
     from service.api.games.routes import blp as games_blp
+    from service.api.games import stream  # noqa: F401 - adds the match's stream to the games blueprint
     from service.api.hands.routes import blp as hands_blp
     from service.api.health.routes import blp as health_blp
     from service.api.players.routes import blp as players_blp
@@ -48,6 +49,8 @@ def register_api(app: Flask) -> ProblemApi:
     from service.api.matchmaking.routes import blp as matchmaking_blp
     from service.api.ratings.routes import blp as ratings_blp
     from service.api.vocabulary import COMPONENTS
+    from service.api.watch.routes import assets as watch_assets
+    from service.api.watch.routes import blp as watch_blp
 
     app.config.update(
         API_TITLE=openapi.API_TITLE,
@@ -76,11 +79,12 @@ def register_api(app: Flask) -> ProblemApi:
     for name, schema in {**COMPONENTS, **event_components()}.items():
         components.schema(name, schema)
     platform = (ratings_blp, matchmaking_blp, invites_blp)
-    for blp in (games_blp, players_blp, *platform, hands_blp, health_blp, docs_blp):
+    for blp in (games_blp, players_blp, *platform, hands_blp, health_blp, docs_blp, watch_blp):
         api.register_blueprint(blp)
     for blp in (games_blp, players_blp, *platform, hands_blp):
         app.before_request_funcs.setdefault(blp.name, []).append(refuse_unknown_api_key)
     app.register_blueprint(assets)
+    app.register_blueprint(watch_assets)
     document = openapi.finish(api.spec.to_dict(), examples.responses)
     app.extensions[DOCUMENT_EXTENSION] = json.dumps(document, sort_keys=True, indent=2) + "\n"
     return api

@@ -63,6 +63,7 @@ TITLES = {
     "store_unavailable": "Game store unavailable",
     "internal_error": "Internal error",
     "rate_limited": "Too many requests",
+    "too_many_streams": "Too many open streams",
 }
 
 # HTTP errors raised by Flask/werkzeug (routing, body limits) and their codes.
@@ -301,8 +302,8 @@ PROBLEM_RESPONSES: dict[int | str, ProblemResponse] = {
                              "invalid_request", "invalid_card", "invalid_rules", "no_human_seat",
                              "callback_not_allowed", "idempotency_key_reused")),
     429: ProblemResponse("TooManyRequests", "Too many requests from this client (only when the server limits the "
-                         "rate), or too many games created; retry after the Retry-After delay",
-                         ("rate_limited", "creation_quota_exceeded")),
+                         "rate), too many games created, or too many streams open; retry after the Retry-After delay",
+                         ("rate_limited", "creation_quota_exceeded", "too_many_streams")),
     503: ProblemResponse("ServiceUnavailable", "The game store cannot be reached or is full, or too many requests "
                          "wait; retry after the Retry-After delay",
                          ("store_unavailable", "store_full", "long_poll_capacity")),
@@ -435,11 +436,13 @@ EXAMPLE_DETAILS = {
     "invalid_melds": "meld 0 (7c 8d 9c) is neither a set of 3-4 of a rank nor a run of 3+ consecutive cards of a suit "
                      "(ace low)",
     "conflict": "the game kept changing; try again",
+    "too_many_streams": "at most 200 streams may be open at once per address on this server",
 }
 EXAMPLE_PARAMS = {
     "payload_too_large": {"max_bytes": 65536},
     "rate_limited": {"retry_after": 42},
     "creation_quota_exceeded": {"retry_after": 60, "limit": 600},
+    "too_many_streams": {"retry_after": 5, "limit": 200, "scope": "address"},
     "store_unavailable": {"retry_after": 1},
     "cannot_discard_drawn_card": {"card": "9c"},
     "advice_limit_reached": {"limit": ADVICE_PER_HAND},

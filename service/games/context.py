@@ -44,6 +44,8 @@ class Settings:
     # Whether a request without an API key acts for everyone's players (the embedded store
     # without API keys): then its players, ratings and streams are one unscoped set.
     unscoped_players: bool = False
+    # Live streams: the longest silence on a stream before a heartbeat comment.
+    stream_heartbeat_seconds: float = 15
 
 
 @dataclass

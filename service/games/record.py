@@ -2,14 +2,15 @@
 
 The state text of a game is one compact JSON object: the engine's codec of the match and what
 only the service knows about it: each seat's token hash, the integrator's ids and metadata,
-the API key that created it, the callback URL, the rematch and the creation time. Only this
-module reads or writes that layout.
+the API key that created it, the callback URL, the rematch, the creation time and when each
+seat last acted (for presence). Only this module reads or writes that layout.
 """
 from __future__ import annotations
 
 import hashlib
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import orjson
@@ -37,6 +38,7 @@ class Record:
     rematch_id: str | None = None
     created_at_ms: int = 0
     rated: bool = False  # its result updates its players' ratings (service/ratings)
+    acted_at: tuple[int, ...] = ()  # per seat: when it last acted (epoch seconds), 0 never; () none yet
 
     @classmethod
     def parse(cls, text: str) -> Record:
@@ -55,7 +57,7 @@ class Record:
         seat_metadata = data.get("pm") or [None] * match.seat_count
         seats = tuple(Seat(token, ext, meta) for token, ext, meta in zip(data["t"], external, seat_metadata))
         return cls(match, seats, data.get("o"), data.get("md"), data.get("cb"), data.get("rm"), data.get("ca", 0),
-                   bool(data.get("rt")))
+                   bool(data.get("rt")), tuple(data.get("la") or ()))
 
     def dump(self) -> str:
         """The text to store; the next load of it finds this very record in ``_RECENT``."""
@@ -69,13 +71,23 @@ class Record:
             "x": [seat.external_id for seat in self.seats] if any(s.external_id for s in self.seats) else None,
             "pm": [seat.metadata for seat in self.seats] if any(s.metadata for s in self.seats) else None,
             "o": self.owner, "md": self.metadata, "cb": self.callback_url, "rm": self.rematch_id,
-            "ca": self.created_at_ms or None, "rt": 1 if self.rated else None,
+            "ca": self.created_at_ms or None, "rt": 1 if self.rated else None, "la": list(self.acted_at) or None,
         }
         data.update({key: value for key, value in optional.items() if value is not None})
         return orjson.dumps(data).decode()
 
     def with_match(self, match: rules.Match) -> Record:
         return replace(self, match=match)
+
+    def acted(self, seat: int, now: float) -> Record:
+        """This record with ``seat`` having acted at ``now``."""
+        acted = list(self.acted_at or (0,) * len(self.seats))
+        acted[seat] = int(now)
+        return replace(self, acted_at=tuple(acted))
+
+    def last_acted(self, seat: int) -> int:
+        """When ``seat`` last acted (epoch seconds), 0 if never."""
+        return self.acted_at[seat] if seat < len(self.acted_at) else 0
 
     @property
     def token_hashes(self) -> list[str | None]:
@@ -85,13 +97,17 @@ class Record:
         """The player-index ids of the seats that carry an external id."""
         return [player_index_id(self.owner, seat.external_id) for seat in self.seats if seat.external_id]
 
-    def view(self, game_id: str, viewer: int | None) -> dict:
-        """The view of this game for ``viewer``: the engine's, with what the service adds."""
+    def view(self, game_id: str, viewer: int | None, online: Sequence[bool] | None = None) -> dict:
+        """The view of this game for ``viewer``: the engine's, with what the service adds.
+
+        ``online``: each seat's presence (``presence.online_seats``); None when nobody can be
+        present yet (a match just created): the bots only."""
         view = {"id": game_id, **rules.view_for(self.match, viewer)}
         view["rated"] = self.rated
-        for player, seat in zip(view["players"], self.seats):
+        for number, (player, seat) in enumerate(zip(view["players"], self.seats)):
             player["external_id"] = seat.external_id
             player["metadata"] = seat.metadata
+            player["online"] = self.match.is_bot(number) if online is None else online[number]
             player["rating"] = None if player["level"] is None else BOT_RATINGS[player["level"]].rating
         if view["result"] is not None:
             view["result"]["rating_changes"] = None

@@ -12,9 +12,11 @@ import base64
 import binascii
 import functools
 import json
+import contextlib
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Set
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from typing import TypeVar
 
@@ -25,6 +27,7 @@ from service.games.commit import (Reply, Retry, commit, deadline_of, parsed, rep
                                   stored_reply)
 from service.games.context import Context
 from service.games.errors import ConcurrentChange, NotAllowed, PreconditionFailed, Unprocessable
+from service.games.presence import online_seats
 from service.games.record import Record, player_index_id
 from service.store.base import GameMissing, IndexList, Loaded, StoreError, VersionConflict
 from service.tokens import hash_token
@@ -87,9 +90,9 @@ class GameService:
         """The game as the token's seat (or the public, without a token) sees it.
 
         Raises GameMissing/GameExpired, Unauthorized (unknown token), StoreError."""
-        loaded, record = self._settled(game_id)
+        loaded, record = self._settled(game_id, present=True)
         viewer = None if token is None else seat_of(record, token)
-        view = record.view(game_id, viewer)
+        view = self.shown(game_id, record, viewer, loaded.present)
         if loaded.ratings is not None:
             view["result"]["rating_changes"] = json.loads(loaded.ratings)
         return Reply(view, loaded.version)
@@ -110,6 +113,15 @@ class GameService:
         self.ctx.store.note_ratings(game_id, json.dumps(changes, separators=(",", ":")),
                                     notices.outbox(announced, record),
                                     notices.feed(announced, self.ctx.scope_of(record.owner)))
+
+    def shown(self, game_id: str, record: Record, viewer: int | None, present: Set[int]) -> dict:
+        """The view of ``record`` for ``viewer``, with each seat's presence now."""
+        return record.view(game_id, viewer, online_seats(record, present, self.ctx.now()))
+
+    def current(self, game_id: str, present: bool = False) -> tuple[Loaded, Record]:
+        """The game as stored now (with ``present``, the seats present), any deadline that
+        passed settled first. Raises GameMissing/GameExpired, ConcurrentChange, StoreError."""
+        return self._settled(_known(game_id), present)
 
     @_counts_store_errors
     def hint(self, game_id: str, token: str) -> dict:
@@ -141,9 +153,16 @@ class GameService:
         record = self._settled(game_id)[1]
         viewer = None if token is None else seat_of(record, token)
         wait = min(wait, self.ctx.settings.long_poll_max_seconds)
-        stored = self._events_within(game_id, record.match, after, wait)
+        with self._present_while(game_id, viewer, wait):
+            stored = self._events_within(game_id, record.match, after, wait)
         shown = [rules.redact_event(event, viewer) for event in stored]
         return {"events": shown, "last_seq": shown[-1]["seq"] if shown else after}
+
+    def _present_while(self, game_id: str, viewer: int | None, wait: float) -> AbstractContextManager:
+        """A player's long-poll that waits counts as that seat's presence while it waits."""
+        if viewer is None or wait <= 0:
+            return contextlib.nullcontext()
+        return self.ctx.store.holding(game_id, viewer)
 
     def _events_within(self, game_id: str, match: rules.Match, after: int, wait: float) -> list[str]:
         """The stored events after ``after``, waiting up to ``wait`` s while there are none.
@@ -176,8 +195,8 @@ class GameService:
         ConcurrentChange (another change won, or a turn deadline passed first), Unprocessable
         (key reused), the engine's errors, StoreFull, StoreError."""
         key = reply_key(token, retry.idempotency_key)
-        loaded = self.ctx.store.load(_known(game_id), key)
-        earlier = _replay(game_id, loaded, token, retry)
+        loaded = self.ctx.store.load(_known(game_id), key, present=True)
+        earlier = self._replay(game_id, loaded, token, retry)
         if earlier is not None:
             return earlier
         record = parsed(loaded)
@@ -195,8 +214,8 @@ class GameService:
             raise ConcurrentChange("a turn deadline passed before this move arrived; reload the game")
         played, events = rules.apply(record.match, seat, action, now=now)
         played, more = flow.advance(played, now)
-        after = record.with_match(played)
-        reply = Reply(after.view(game_id, seat), played.version)
+        after = record.with_match(played).acted(seat, now)
+        reply = Reply(self.shown(game_id, after, seat, loaded.present), played.version)
         kept = None
         if key is not None:
             kept = stored_reply(key, reply, retry.fingerprint, self.ctx.settings.idempotency_ttl_seconds,
@@ -232,14 +251,14 @@ class GameService:
         """End the match with no winner; only the API key that created it may.
 
         Raises NotAllowed, IllegalMove(game_finished), GameMissing, StoreError."""
-        loaded, record = self._owned(game_id, owner)
+        loaded, record = self._owned(game_id, owner, present=True)
         aborted, events = rules.abort(record.match)
         after = record.with_match(aborted)
         try:
             commit(self.ctx, game_id, loaded.version, record.match, after, events)
         except VersionConflict:
             raise ConcurrentChange("the game changed while it was being aborted; try again") from None
-        return Reply(after.view(game_id, None), aborted.version)
+        return Reply(self.shown(game_id, after, None, loaded.present), aborted.version)
 
     @_counts_store_errors
     def reissue_token(self, game_id: str, seat: int, owner: str | None) -> dict:
@@ -322,10 +341,11 @@ class GameService:
             self.ctx.store.schedule(game_id, deadline)
 
     # --- helpers ---------------------------------------------------------------------------
-    def _settled(self, game_id: str) -> tuple[Loaded, Record]:
-        """The game, with any deadline that passed settled (and saved) first."""
+    def _settled(self, game_id: str, present: bool = False) -> tuple[Loaded, Record]:
+        """The game (with ``present``, the seats present), with any deadline that passed
+        settled (and saved) first."""
         for _ in range(RETRIES):
-            loaded = self.ctx.store.load(_known(game_id))
+            loaded = self.ctx.store.load(_known(game_id), present=present)
             record = parsed(loaded)
             settled, events = self._due(record.match, self.ctx.now())
             if not events:
@@ -335,7 +355,7 @@ class GameService:
                 commit(self.ctx, game_id, loaded.version, record.match, after, events)
             except VersionConflict:
                 continue  # someone else settled it or moved: read again
-            return Loaded(after.dump(), settled.version), after
+            return Loaded(after.dump(), settled.version, present=loaded.present), after
         raise ConcurrentChange("the game kept changing; try again")
 
     def _due(self, match: rules.Match, now: float) -> tuple[rules.Match, list[rules.Event]]:
@@ -350,8 +370,8 @@ class GameService:
         except VersionConflict:
             pass  # another request settled it first
 
-    def _owned(self, game_id: str, owner: str | None) -> tuple[Loaded, Record]:
-        loaded, record = self._settled(game_id)
+    def _owned(self, game_id: str, owner: str | None, present: bool = False) -> tuple[Loaded, Record]:
+        loaded, record = self._settled(game_id, present)
         if owner is None or record.owner != owner:
             raise NotAllowed("only the API key that created this match may do this")
         return loaded, record
@@ -372,31 +392,31 @@ class GameService:
             except VersionConflict:
                 continue
 
+    def _replay(self, game_id: str, loaded: Loaded, token: str, retry: Retry) -> Reply | None:
+        """The answer to a request retried under its Idempotency-Key; None when it is no retry.
+
+        The token must still be the seat's: the first answer holds the seat's cards, and a
+        replaced (leaked) token must not read them. Raises Unauthorized, Unprocessable (the key
+        came with another request)."""
+        if loaded.replay is None:
+            return None
+        record = parsed(loaded)
+        seat = seat_of(record, token)
+        first = replayed(loaded.replay, retry.fingerprint)
+        if first is not None:
+            return first
+        # Kept without a body: the game now.
+        return Reply(self.shown(game_id, record, seat, loaded.present or frozenset()), loaded.version)
+
     def _after_conflict(self, game_id: str, token: str, key: str | None, retry: Retry) -> Reply:
         """Answer a lost compare-and-set: the winner's reply if it was this very request."""
         if key is not None:
-            earlier = _replay(game_id, self.ctx.store.load(game_id, key), token, retry)
+            earlier = self._replay(game_id, self.ctx.store.load(game_id, key, present=True), token, retry)
             if earlier is not None:
                 return earlier
         if retry.accept_versions is not None:
             raise PreconditionFailed("the game is no longer at the version named in If-Match")
         raise ConcurrentChange("the game changed while your move was applied; reload and retry")
-
-
-def _replay(game_id: str, loaded: Loaded, token: str, retry: Retry) -> Reply | None:
-    """The answer to a request retried under its Idempotency-Key; None when it is no retry.
-
-    The token must still be the seat's: the first answer holds the seat's cards, and a
-    replaced (leaked) token must not read them. Raises Unauthorized, Unprocessable (the key
-    came with another request)."""
-    if loaded.replay is None:
-        return None
-    record = parsed(loaded)
-    seat = seat_of(record, token)
-    first = replayed(loaded.replay, retry.fingerprint)
-    if first is not None:
-        return first
-    return Reply(record.view(game_id, seat), loaded.version)  # kept without a body: the game now
 
 
 def _known(game_id: str) -> str:

@@ -30,5 +30,6 @@ def game_service(config: Config, store: GameStore, metrics: Metrics | None = Non
         create_quota_per_minute=config.create_quota_per_minute,
         webhook_allowed_hosts=AllowedHosts.parse(config.webhook_allowed_hosts),
         unscoped_players=config.is_embedded and not config.api_keys,
+        stream_heartbeat_seconds=config.stream_heartbeat_seconds,
     )
     return GameService(Context(store, settings, metrics or Uncounted(), config.server_secret))

@@ -18,7 +18,9 @@ graceful shutdown.
 
 It also tells the long-poll waiters (service/store/notify.py) which connection the request
 came on, so that a waiter whose client hangs up stops at once; that request then ends without
-an answer, handed to the server as a connection reset.
+an answer, handed to the server as a connection reset. For a streamed answer (a live stream,
+``requester.mark_streamed``) it does so while each part of the body is made too, since the
+stream waits then, after the app has returned.
 
 Outside gevent (Werkzeug's development server, tests) the body is left to the app as before:
 there a blocking read cannot be interrupted, and the development server is not exposed.
@@ -29,13 +31,14 @@ import errno
 import io
 import logging
 import random
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from service.middleware.security_headers import DATA_ANSWER_HEADERS
 from service.middleware.request_ids import REQUEST_ID_HEADER, chosen_request_id
 from service.problems import PROBLEM_MIMETYPE, problem_body
-from service.requester import REQUESTER, ClientGone
+from service.requester import REQUESTER, STREAMED, ClientGone
 from service.store import notify
 
 log = logging.getLogger(__name__)
@@ -93,18 +96,50 @@ class RequestDeadlines:
         return answer
 
     def _answer(self, environ: dict, start_response: Callable, client: Any) -> Iterable[bytes]:
-        token = REQUESTER.set(client)
-        try:
-            return self.app(environ, start_response)
-        except ClientGone as gone:
-            # Its traceback holds Flask's frames, one of which holds it: a cycle that only the
-            # garbage collector frees (after thousands of hang-ups, a 0.1-0.2 s pass).
-            gone.__traceback__ = None
-            # A server closes a connection that reset without writing or logging an answer
-            # (gunicorn logs it at debug level).
-            raise ConnectionResetError(errno.ECONNRESET, "the client closed its connection") from None
-        finally:
-            REQUESTER.reset(token)
+        with _client_of(client):
+            answer = self.app(environ, start_response)
+        if client is not None and environ.get(STREAMED):
+            return _Streamed(answer, client)
+        return answer
+
+
+@contextmanager
+def _client_of(client: Any) -> Iterator[None]:
+    """``client`` as the request's connection (REQUESTER) while inside; a ClientGone raised
+    inside ends the request as a connection reset."""
+    token = REQUESTER.set(client)
+    try:
+        yield
+    except ClientGone as gone:
+        # Its traceback holds Flask's frames, one of which holds it: a cycle that only the
+        # garbage collector frees (after thousands of hang-ups, a 0.1-0.2 s pass).
+        gone.__traceback__ = None
+        # A server closes a connection that reset without writing or logging an answer
+        # (gunicorn logs it at debug level).
+        raise ConnectionResetError(errno.ECONNRESET, "the client closed its connection") from None
+    finally:
+        REQUESTER.reset(token)
+
+
+class _Streamed:
+    """A streamed body, each part made with the client's connection known (``_client_of``)."""
+
+    def __init__(self, body: Iterable[bytes], client: Any) -> None:
+        self._body = body
+        self._parts = iter(body)
+        self._client = client
+
+    def __iter__(self) -> _Streamed:
+        return self
+
+    def __next__(self) -> bytes:
+        with _client_of(self._client):
+            return next(self._parts)
+
+    def close(self) -> None:
+        close = getattr(self._body, "close", None)
+        if close is not None:
+            close()
 
 
 class _BodyTooSlow(Exception):

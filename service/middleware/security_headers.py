@@ -4,16 +4,18 @@
   JSON answer holding a player's text is never run as a script or page).
 - ``Referrer-Policy: no-referrer``: a page of this service never tells another site its URL
   (URLs carry game ids).
-- ``Content-Security-Policy``: on /docs and its assets, what Swagger UI needs and nothing
-  more: its script, styles, images (some inline as ``data:`` URIs in its stylesheet) and
-  requests to this origin only, and no framing (``frame-ancestors 'none'``). Every other
-  answer is data, never a page: it may load nothing and be framed by nobody.
+- ``Content-Security-Policy``: on the service's pages, /docs and /watch, and their assets,
+  what they need and nothing more: their scripts, styles, images (some inline as ``data:``
+  URIs in Swagger UI's stylesheet) and requests (the watch page's stream) to this origin only,
+  and no framing (``frame-ancestors 'none'``). Every other answer is data, never a page: it
+  may load nothing and be framed by nobody.
 """
 from __future__ import annotations
 
 from flask import Flask, Response, request
 
 DOCS_PREFIX = "/docs"
+WATCH_PREFIX = "/watch/"
 DOCS_POLICY = "; ".join((
     "default-src 'self'",
     "img-src 'self' data:",
@@ -37,5 +39,6 @@ def _secured(response: Response) -> Response:
     for name, value in HEADERS.items():
         response.headers.setdefault(name, value)
     is_docs = request.path == DOCS_PREFIX or request.path.startswith(DOCS_PREFIX + "/")
-    response.headers["Content-Security-Policy"] = DOCS_POLICY if is_docs else DATA_POLICY
+    is_page = is_docs or request.path.startswith(WATCH_PREFIX)
+    response.headers["Content-Security-Policy"] = DOCS_POLICY if is_page else DATA_POLICY
     return response

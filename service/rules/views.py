@@ -23,6 +23,7 @@ def view_for(match: Match, viewer: int | None) -> dict:
         "hand": _public_hand(match.hand),
         "last_hand": match.last_hand.as_dict() if match.last_hand else None,
         "result": match.result.as_dict() if match.result else None,
+        "last_seq": match.event_count,
     }
     if viewer is not None:
         view["you"] = _you(match, viewer)

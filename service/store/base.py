@@ -10,11 +10,15 @@ and ``redis.py`` (one server or a cluster).
 from __future__ import annotations
 
 import abc
+import threading
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from enum import Enum
 
 from service.rules.errors import GameError
 from service.store.feed import FeedEntry
+
+_HOLDS_LOCK = threading.Lock()
 
 # A store that failed answers with this many seconds of Retry-After.
 STORE_RETRY_AFTER_SECONDS = 1
@@ -73,7 +77,8 @@ class Loaded:
     """A game as read in one round trip.
 
     ``replay`` is the response stored earlier under the idempotency key that was asked
-    for, if any, else None; ``fingerprint`` what ``create`` stored with the game.
+    for, if any, else None; ``fingerprint`` what ``create`` stored with the game;
+    ``present`` the seats with a stream or long-poll open (``present_seats``), when asked for.
     """
 
     state: str
@@ -81,6 +86,7 @@ class Loaded:
     replay: str | None = None
     fingerprint: str = ""
     ratings: str | None = None  # the rating changes of a rated match, once applied (JSON)
+    present: frozenset[int] | None = None
 
 
 @dataclass(frozen=True)
@@ -156,6 +162,34 @@ class Effects:
     claims: tuple[Claim, ...] = ()
 
 
+class Wake(Enum):
+    """Why a follower of a game woke up."""
+
+    EVENTS = "events"  # a save published a count past the follower's
+    RESYNC = "resync"  # the subscription was broken and is back: read again
+    PRESENCE = "presence"  # a seat's stream or long-poll opened or closed somewhere
+    SHUTDOWN = "shutdown"  # the process is stopping: answer now
+
+
+class Follow(abc.ABC):
+    """A reader's hold on one game's changes, for as long as it follows them (a stream).
+
+    ``after`` is the last event the reader has; it moves it on as it reads. ``woken_at``
+    (time.monotonic()) is when the last wake-up came: a read begun since then sees its change."""
+
+    __slots__ = ()
+    after: int
+    woken_at: float
+
+    @abc.abstractmethod
+    def wait(self, deadline: float) -> Wake | None:
+        """Wait until something may have changed or until ``deadline`` (time.monotonic()).
+
+        Returns why it woke (EVENTS: events past ``after`` may be there; RESYNC: read again;
+        PRESENCE: who is present may have changed; SHUTDOWN, from then on at once), or None
+        when the time is up. Raises requester.ClientGone when the client hung up."""
+
+
 class IndexList(str, Enum):
     ACTIVE = "active"
     FINISHED = "finished"
@@ -178,8 +212,9 @@ class GameStore(abc.ABC):
         written), StoreError."""
 
     @abc.abstractmethod
-    def load(self, game_id: str, idempotency_key: str | None = None) -> Loaded:
-        """Read a game (and the stored response for ``idempotency_key``).
+    def load(self, game_id: str, idempotency_key: str | None = None, present: bool = False) -> Loaded:
+        """Read a game (and the stored response for ``idempotency_key``, and with ``present``
+        the seats present, as ``present_seats`` gives them), in one round trip.
 
         Raises GameExpired, GameMissing, StoreError."""
 
@@ -205,6 +240,37 @@ class GameStore(abc.ABC):
     @abc.abstractmethod
     def wait_for_events(self, game_id: str, after: int, timeout: float) -> list[str]:
         """Like ``events`` but, while there are none, waits up to ``timeout`` seconds."""
+
+    @abc.abstractmethod
+    def following(self, game_id: str, after: int) -> AbstractContextManager[Follow]:
+        """A ``Follow`` of ``game_id`` from event ``after`` on, for as long as the context lasts.
+
+        Enter it before reading the game: whatever is saved after the entry wakes it. Raises
+        StoreError, notify.LongPollCapacity (the process holds its maximum of waiters)."""
+
+    # --- presence: which seats have a stream or long-poll open, in any process ------------
+    @abc.abstractmethod
+    def mark_present(self, game_id: str, seat: int, present: bool) -> None:
+        """Say whether this process holds a stream or long-poll of ``seat`` (``SeatHolds``
+        calls it when that changes), and wake the game's followers. Raises StoreError."""
+
+    @abc.abstractmethod
+    def present_seats(self, game_id: str) -> frozenset[int]:
+        """The seats of ``game_id`` that a live process marked present. Raises StoreError."""
+
+    def holding(self, game_id: str, seat: int) -> AbstractContextManager[None]:
+        """Count ``seat`` present while inside (a stream or long-poll of it is open); it stays
+        marked for a grace period after the last one closes (see ``presence.SeatHolds``)."""
+        return self._seat_holds().holding(game_id, seat)
+
+    def _seat_holds(self):
+        holds = self.__dict__.get("_holds")
+        if holds is None:
+            from service.store.presence import SeatHolds  # late: presence imports this module
+
+            with _HOLDS_LOCK:
+                holds = self.__dict__.setdefault("_holds", SeatHolds(self.mark_present))
+        return holds
 
     def archive_events(self, game_id: str) -> None:
         """Keep a finished game's events in less room; ``events`` answers the same as before.

@@ -2,8 +2,9 @@
 
 Per game, under the hash tag ``{<game id>}``: ``:s`` (hash: v = version, s = state, f =
 creation fingerprint, o = events trimmed), ``:e`` (events), ``:x`` (tombstone),
-``:i:<sha256>`` (idempotent responses), and the shard channel ``:n`` (SPUBLISH of the event
-count after every write). Per shard, under ``{s<k>}``: ``:outbox`` (webhook deliveries),
+``:i:<sha256>`` (idempotent responses), ``:o`` (hash: the presence marks of the processes
+holding a stream or long-poll of a seat, ``<process>:<seat>``), and the shard channel ``:n``
+(SPUBLISH of the event count after every write, and of ``p`` after a presence mark). Per shard, under ``{s<k>}``: ``:outbox`` (webhook deliveries),
 ``:feed`` (the internal event stream, service/store/feed.py),
 ``:due`` (turn deadlines), ``:p:<player>:active|finished`` (the player index).
 Keys of a game and of its shard share a slot, so one script may write both.
@@ -26,6 +27,7 @@ class GameKeys:
     outbox: str
     feed: str
     prefix: str  # of this game's idempotent responses
+    presence: str
 
     def reply(self, idempotency_key: str) -> str:
         # Hashed: client keys are arbitrary text and may be long.
@@ -40,7 +42,7 @@ def game_keys(prefix: str, game_id: str) -> GameKeys:
     tag = f"{prefix}{{{game_id}}}"
     shard_tag = shard_prefix(prefix, shard)
     return GameKeys(f"{tag}:s", f"{tag}:e", f"{tag}:x", f"{tag}:n", f"{shard_tag}:due", f"{shard_tag}:outbox",
-                    f"{shard_tag}:feed", f"{tag}:i:")
+                    f"{shard_tag}:feed", f"{tag}:i:", f"{tag}:o")
 
 
 def shard_prefix(prefix: str, shard: int) -> str:

@@ -11,9 +11,12 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from service.rules.match import iso_time
+from service.store import notify
 from service.store.feed import FeedEntry
 from service.store.feed_memory import MemoryFeed
 from service.store.matchmaking_memory import Claimables
@@ -24,6 +27,7 @@ from service.store.timers_memory import MemoryTimers
 from service.store.base import (
     ClaimLost,
     Effects,
+    Follow,
     GameExpired,
     GameMissing,
     GameStore,
@@ -31,6 +35,7 @@ from service.store.base import (
     Loaded,
     OutboxEntry,
     VersionConflict,
+    Wake,
 )
 
 # Expired entries are dropped when touched; a full sweep at most this often (seconds)
@@ -87,6 +92,10 @@ class MemoryStore(GameStore):
         self.key_streams = MemoryKeyStreams(KEY_STREAM_RETENTION_SECONDS)
         self._max_events = max_events
         self._next_sweep = time.monotonic() + SWEEP_INTERVAL
+        # Presence: the seats marked per game, and a count of changes per game for followers.
+        self._present: dict[str, set[int]] = {}
+        self._presence_changes: dict[str, int] = {}
+        notify.wake_on_stop(self)
 
     def create(self, game_id: str, state: str, version: int, effects: Effects, fingerprint: str = "",
                created_at_ms: int = 0) -> Loaded | None:
@@ -108,8 +117,9 @@ class MemoryStore(GameStore):
             self._apply(game_id, game, effects, now)
             return None
 
-    def load(self, game_id: str, idempotency_key: str | None = None) -> Loaded:
-        """Read a game and the response stored under ``idempotency_key``. Raises GameExpired, GameMissing."""
+    def load(self, game_id: str, idempotency_key: str | None = None, present: bool = False) -> Loaded:
+        """Read a game, the response stored under ``idempotency_key`` and with ``present`` the
+        seats present. Raises GameExpired, GameMissing."""
         with self._lock:
             now = time.monotonic()
             game = self._existing_game(game_id, now)
@@ -117,7 +127,8 @@ class MemoryStore(GameStore):
             if idempotency_key is not None:
                 reply = self._live(self._replies, (game_id, idempotency_key), now)
                 replay = reply.value if reply else None
-            return Loaded(game.state, game.version, replay, game.fingerprint, game.ratings)
+            seats = frozenset(self._present.get(game_id, ())) if present else None
+            return Loaded(game.state, game.version, replay, game.fingerprint, game.ratings, seats)
 
     def note_ratings(self, game_id: str, changes: str, outbox: tuple[OutboxEntry, ...],
                      feed: tuple[FeedEntry, ...]) -> bool:
@@ -184,6 +195,33 @@ class MemoryStore(GameStore):
                     return found
                 self._changed.wait(deadline - now)
 
+    @contextmanager
+    def following(self, game_id: str, after: int) -> Iterator[Follow]:
+        """A ``Follow`` woken by this store's writes and presence marks."""
+        yield _Follower(self, game_id, after)
+
+    def mark_present(self, game_id: str, seat: int, present: bool) -> None:
+        """Mark or unmark ``seat`` and wake the followers."""
+        with self._changed:
+            seats = self._present.setdefault(game_id, set())
+            if present:
+                seats.add(seat)
+            else:
+                seats.discard(seat)
+                if not seats:
+                    del self._present[game_id]
+            self._presence_changes[game_id] = self._presence_changes.get(game_id, 0) + 1
+            self._changed.notify_all()
+
+    def present_seats(self, game_id: str) -> frozenset[int]:
+        with self._lock:
+            return frozenset(self._present.get(game_id, ()))
+
+    def wake_all(self, wake: Wake) -> None:
+        """Wake every waiter (the process is stopping: ``notify.stop_waiting``)."""
+        with self._changed:
+            self._changed.notify_all()
+
     def index_page(self, player: str, which: IndexList, before: tuple[int, str] | None,
                    limit: int) -> list[tuple[int, str, str]]:
         """Up to ``limit`` live games of a player's list, newest first, after the cursor ``before``."""
@@ -220,6 +258,11 @@ class MemoryStore(GameStore):
 
     def check(self) -> None:
         """Always ready: the store is this process's memory."""
+
+    def _event_count(self, game_id: str) -> int | None:
+        """How many events ``game_id`` has had (lock held); None for a game that is gone."""
+        game = self._live_game(game_id, time.monotonic())
+        return None if game is None else game.trimmed + len(game.events)
 
     def _events_after(self, game_id: str, after: int, now: float) -> list[str]:
         game = self._existing_game(game_id, now)
@@ -259,3 +302,42 @@ class MemoryStore(GameStore):
         for table in (self._replies, self._tombstones, self._counters):
             for key in [k for k, entry in table.items() if entry.expires_at <= now]:
                 del table[key]
+        for game_id in [g for g in self._presence_changes if g not in self._games]:
+            del self._presence_changes[game_id]
+            self._present.pop(game_id, None)
+
+
+class _Follower(Follow):
+    """A follower of one game in a MemoryStore: it waits on the store's condition."""
+
+    def __init__(self, store: MemoryStore, game_id: str, after: int) -> None:
+        self._store = store
+        self._game_id = game_id
+        self.after = after
+        self.woken_at = 0.0
+        with store._lock:
+            self._presence_seen = store._presence_changes.get(game_id, 0)
+
+    def wait(self, deadline: float) -> Wake | None:
+        wake = self._wait(deadline)
+        if wake is not None:
+            self.woken_at = time.monotonic()
+        return wake
+
+    def _wait(self, deadline: float) -> Wake | None:
+        store = self._store
+        with store._changed:
+            while True:
+                if notify.stopping():
+                    return Wake.SHUTDOWN
+                count = store._event_count(self._game_id)
+                if count is None or count > self.after:
+                    return Wake.EVENTS  # a game gone: the reader learns it by reading
+                changes = store._presence_changes.get(self._game_id, 0)
+                if changes != self._presence_seen:
+                    self._presence_seen = changes
+                    return Wake.PRESENCE
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return None
+                store._changed.wait(remaining)

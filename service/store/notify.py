@@ -1,4 +1,5 @@
-"""Long-poll wake-ups: one sharded pub/sub subscription per process, fanned out to its waiters.
+"""Long-poll and stream wake-ups: one sharded pub/sub subscription per process, fanned out to
+its waiters.
 
 Every successful create and save script ends with ``SPUBLISH <prefix>{<game id>}:n <count>``,
 the game's new event count; the channel carries the game's hash tag, so on Redis Cluster it
@@ -7,7 +8,10 @@ of its waiters: it sends SSUBSCRIBE when the first one arrives and SUNSUBSCRIBE 
 one has left and none came back for LINGER_SECONDS (a client answered asks again at once:
 its next long-poll then finds the subscription in place), and it wakes the waiters whose
 ``after`` the published count passes. An idle waiter costs Redis nothing: no command, no
-connection of its own.
+connection of its own. A stream is a waiter that stays for many wake-ups, moving its
+``after`` on as it reads; it also follows presence: a presence mark written for the game
+(service/store/presence.py) publishes PRESENCE_MESSAGE on the same channel, which wakes the
+waiters that follow presence and leaves the long-polls alone.
 
 Order for a waiter: subscribed (confirmed by Redis), then read the events, then wait; an event
 saved between the read and the wait is published after the subscription and still wakes it.
@@ -24,7 +28,6 @@ the nodes one after the other with a timeout, which delays messages.
 """
 from __future__ import annotations
 
-import enum
 import logging
 import random
 import socket
@@ -45,7 +48,7 @@ from redis.retry import Retry
 
 from service.requester import REQUESTER, ClientGone
 from service.rules.errors import GameError
-from service.store.base import StoreError
+from service.store.base import Follow, StoreError, Wake
 
 log = logging.getLogger(__name__)
 
@@ -141,17 +144,19 @@ class LongPollCapacity(GameError):
         return {"Retry-After": str(CAPACITY_RETRY_AFTER_SECONDS)}
 
 
-class Wake(enum.Enum):
-    """Why a waiter woke up."""
-
-    EVENTS = "events"  # a save published a count past the waiter's
-    RESYNC = "resync"  # the subscription was broken and is back: read again
-    SHUTDOWN = "shutdown"  # the process is stopping: answer now
-
-
-# The notifiers of this process, for stop_waiting (there is one per store).
-_notifiers: weakref.WeakSet[Notifier] = weakref.WeakSet()
+# What stop_waiting wakes: the notifiers of this process (one per Redis store) and anything
+# else that holds waiters (the embedded store), each with a ``wake_all(Wake)``.
+_notifiers: weakref.WeakSet = weakref.WeakSet()
 _stopping = False
+
+# Published on a game's channel when a seat's presence mark changes (service/store/presence.py):
+# it wakes the waiters that follow presence (streams), not the long-polls.
+PRESENCE_MESSAGE = "p"
+
+
+def wake_on_stop(holder: Any) -> None:
+    """Have ``stop_waiting`` call ``holder.wake_all(Wake.SHUTDOWN)`` (kept weakly)."""
+    _notifiers.add(holder)
 
 
 def stopping() -> bool:
@@ -168,14 +173,18 @@ def stop_waiting() -> None:
         notifier.wake_all(Wake.SHUTDOWN)
 
 
-class Waiter:
-    """One long-poll on one channel, waiting for a count above ``after``."""
+class Waiter(Follow):
+    """One long-poll or stream on one channel, waiting for a count above ``after`` (and, when
+    it follows ``presence``, for presence changes)."""
 
-    __slots__ = ("channel", "after", "_lock", "_event", "_wake", "_hung_up", "__weakref__")
+    __slots__ = ("channel", "after", "presence", "woken_at", "_lock", "_event", "_wake", "_hung_up", "__weakref__")
 
-    def __init__(self, channel: str, after: int, lock: threading.Lock, wake: Wake | None = None) -> None:
+    def __init__(self, channel: str, after: int, lock: threading.Lock, wake: Wake | None = None,
+                 presence: bool = False) -> None:
         self.channel = channel
         self.after = after
+        self.presence = presence
+        self.woken_at = 0.0
         self._lock = lock
         self._event = threading.Event()
         self._wake = wake
@@ -183,12 +192,12 @@ class Waiter:
         if wake is not None:
             self._event.set()
 
-    def wait(self, deadline: float) -> bool:
+    def wait(self, deadline: float) -> Wake | None:
         """Wait until woken or until ``deadline`` (time.monotonic()).
 
-        True: something may have changed, read the events again. False: the time is up or the
-        process is stopping; answer with what there is. Raises ClientGone when the client of
-        the request hung up."""
+        Returns why it woke (EVENTS or RESYNC: read the events again; PRESENCE; SHUTDOWN: the
+        process is stopping, answer with what there is), or None when the time is up. Raises
+        ClientGone when the client of the request hung up."""
         remaining = deadline - time.monotonic()
         if remaining > 0 and not self._event.is_set():
             with _hangup_watch(self):
@@ -200,12 +209,17 @@ class Waiter:
                 self._event.clear()
         if self._hung_up:
             raise ClientGone()
-        return wake in (Wake.EVENTS, Wake.RESYNC)
+        return wake
 
-    def _set(self, wake: Wake) -> None:
-        """Called with the notifier's lock held."""
-        if self._wake is not Wake.SHUTDOWN:
-            self._wake = wake
+    def _set(self, wake: Wake, at: float | None = None) -> None:
+        """Called with the notifier's lock held. A reason to read events outranks a presence
+        change (a reader of events reads presence too). ``at``: when the news came (one time
+        for every waiter a message wakes, so that one read begun after it serves them all)."""
+        self.woken_at = time.monotonic() if at is None else at
+        if self._wake is Wake.SHUTDOWN or (wake is Wake.PRESENCE and self._wake is not None):
+            self._event.set()
+            return
+        self._wake = wake
         self._event.set()
 
     def _hang_up(self) -> None:
@@ -246,6 +260,7 @@ class Notifier:
         self._channels: dict[str, _Channel] = {}
         self._links: dict[str, _Link] = {}
         self._waiting = 0
+        self._following_presence = 0
         self._closed = False
         self._linger = LINGER_SECONDS if linger is None else linger
         self._idle: dict[str, float] = {}  # channels without waiters: since when (monotonic)
@@ -267,14 +282,27 @@ class Notifier:
         with self._lock:
             return set(self._channels)
 
+    def follows_presence(self) -> bool:
+        """Whether a waiter of this process follows presence changes."""
+        return self._following_presence > 0
+
+    def wake_presence(self) -> None:
+        """Wake every waiter that follows presence (a process that marked seats is gone)."""
+        with self._lock:
+            for state in self._channels.values():
+                for waiter in state.waiters:
+                    if waiter.presence:
+                        waiter._set(Wake.PRESENCE)
+
     @contextmanager
-    def waiting_on(self, channel: str, after: int) -> Iterator[Waiter]:
-        """A waiter for counts above ``after`` on ``channel``, subscribed and confirmed.
+    def waiting_on(self, channel: str, after: int, presence: bool = False) -> Iterator[Waiter]:
+        """A waiter for counts above ``after`` on ``channel`` (and presence changes, with
+        ``presence``), subscribed and confirmed.
 
         Raises LongPollCapacity when this process already holds ``max_waiters``, StoreError
         when Redis does not confirm the subscription within CONFIRM_TIMEOUT_SECONDS. While
         the process stops, the waiter is born woken and nothing is subscribed."""
-        waiter, state = self._enter(channel, after)
+        waiter, state = self._enter(channel, after, presence)
         try:
             if state is not None and not state.confirmed.wait(CONFIRM_TIMEOUT_SECONDS):
                 log.error("long-poll subscriptions: redis did not confirm within %s s", CONFIRM_TIMEOUT_SECONDS)
@@ -302,25 +330,27 @@ class Notifier:
         for link in links:
             link.close()
 
-    def _enter(self, channel: str, after: int) -> tuple[Waiter, _Channel | None]:
+    def _enter(self, channel: str, after: int, presence: bool) -> tuple[Waiter, _Channel | None]:
         with self._lock:
             if _stopping or self._closed:
-                return Waiter(channel, after, self._lock, Wake.SHUTDOWN), None
+                return Waiter(channel, after, self._lock, Wake.SHUTDOWN, presence), None
             if self._waiting >= self._max_waiters:
                 raise LongPollCapacity(self._max_waiters)
-            waiter = Waiter(channel, after, self._lock)
+            waiter = Waiter(channel, after, self._lock, presence=presence)
             state = self._channels.get(channel)
             if state is None:
                 state = self._channels[channel] = _Channel(channel)
             self._idle.pop(channel, None)
             state.waiters.add(waiter)
             self._waiting += 1
+            self._following_presence += presence
             if state.link is None:
                 try:
                     self._link_for(channel).add(state)
                 except (RedisError, RedisClusterException) as error:
                     state.waiters.discard(waiter)
                     self._waiting -= 1
+                    self._following_presence -= presence
                     del self._channels[channel]
                     log.error("long-poll subscriptions: %s: %s", type(error).__name__, error)
                     raise StoreError() from error
@@ -330,6 +360,7 @@ class Notifier:
         with self._lock:
             state.waiters.discard(waiter)
             self._waiting -= 1
+            self._following_presence -= waiter.presence
             if state.waiters:
                 return
             if self._linger > 0 and not self._closed and self._channels.get(state.name) is state:
@@ -549,14 +580,21 @@ class _Link:
 
 
 def _wake_passed(state: _Channel, data: Any) -> None:
-    """Wake the waiters of ``state`` whose ``after`` the published count passes."""
+    """Wake the waiters of ``state`` whose ``after`` the published count passes (or, for a
+    presence message, those that follow presence)."""
+    at = time.monotonic()
+    if data == PRESENCE_MESSAGE:
+        for waiter in state.waiters:
+            if waiter.presence:
+                waiter._set(Wake.PRESENCE, at)
+        return
     try:
         count = int(data)
     except (TypeError, ValueError):
         count = None  # not a count: let everyone read
     for waiter in state.waiters:
         if count is None or count > waiter.after:
-            waiter._set(Wake.EVENTS)
+            waiter._set(Wake.EVENTS, at)
 
 
 @contextmanager

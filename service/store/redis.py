@@ -12,8 +12,11 @@ ones before they run (StoreFull: nothing half written) and still runs the readin
 says ``no-writes``. A down or hung Redis makes a
 call fail with StoreError within about two seconds instead of blocking a worker.
 
-Long-polls wait on the game's shard channel, which both scripts publish to
-(service/store/notify.py): a waiter sends no command while it waits. Each process uses at
+Long-polls and streams wait on the game's shard channel, which both scripts publish to
+(service/store/notify.py): a waiter sends no command while it waits. Presence marks
+(service/store/presence.py) live in a small hash per game, each naming the process that holds
+it; a process that marks, or follows presence, beats in a shared sorted set
+(service/store/liveness.py) so that the marks of a process that died are ignored. Each process uses at
 most ``max_connections`` pooled connections per Redis node, however many requests it serves
 at once (greenlets under gevent), plus one subscription connection per node.
 """
@@ -24,7 +27,7 @@ import logging
 import random
 import threading
 import time
-from contextlib import suppress
+from contextlib import AbstractContextManager, suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +47,7 @@ from service.store.base import (
     Claim,
     ClaimLost,
     Effects,
+    Follow,
     GameExpired,
     GameMissing,
     GameStore,
@@ -55,6 +59,7 @@ from service.store.base import (
 from service.store.keys import GameKeys, claim_keys, game_keys, index_key
 from service.store.timers_redis import timers_key
 from service.store.redis_errors import store_errors
+from service.store.liveness import Liveness
 from service.store.quick_check import QuickCheckConnection, with_quick_check
 from service.store.redis_client import split_cluster_flag
 
@@ -252,6 +257,21 @@ return 1
 """
 
 
+# KEYS: presence hash. ARGV: 1 the mark (<process>:<seat>), 2 '1' present / '0' not, 3 ttl,
+# 4 the game's channel. A mark's hash lives PRESENCE_TTL_SECONDS past its last write.
+PRESENCE_LUA = """#!lua
+if ARGV[2] == '1' then
+  redis.call('HSET', KEYS[1], ARGV[1], 1)
+  redis.call('EXPIRE', KEYS[1], ARGV[3])
+else
+  redis.call('HDEL', KEYS[1], ARGV[1])
+end
+redis.call('SPUBLISH', ARGV[4], '%s')
+""" % notify.PRESENCE_MESSAGE
+PRESENCE_TTL_SECONDS = 86400
+PROCESSES_KEY = "processes"
+
+
 @dataclass(frozen=True)
 class _Connection:
     """A client with its pool, and the scripts registered on it."""
@@ -262,6 +282,7 @@ class _Connection:
     archive: Script
     events: Script
     note_ratings: Script
+    presence: Script
     notifier: notify.Notifier
 
 
@@ -323,6 +344,10 @@ class RedisStore(GameStore):
         self._max_waiters = max_waiters
         self._lock = threading.Lock()
         self._built: _Connection | None = None
+        self._marks: set[tuple[str, int]] = set()  # the presence marks this process holds
+        self._liveness = Liveness(lambda: self._connection().client, prefix + PROCESSES_KEY,
+                                  lambda: bool(self._marks), self._follows_presence, self._wake_presence,
+                                  lambda older_than: self._seat_holds().renew(older_than))
         with suppress(RedisError, RedisClusterException):
             self._connection()
 
@@ -349,20 +374,24 @@ class RedisStore(GameStore):
         found_version, found_state, found_fingerprint = found
         return Loaded(found_state, int(found_version), None, found_fingerprint or "")
 
-    def load(self, game_id: str, idempotency_key: str | None = None) -> Loaded:
-        """Read a game and the response under ``idempotency_key`` in one round trip.
+    def load(self, game_id: str, idempotency_key: str | None = None, present: bool = False) -> Loaded:
+        """Read a game, the response under ``idempotency_key`` and with ``present`` the
+        presence marks, in one round trip.
 
         Raises GameExpired, GameMissing, StoreError."""
         keys = self._keys(game_id)
         with store_errors():
             pipe = self._connection().client.pipeline(transaction=False)
             pipe.hmget(keys.state, "v", "s", "f", "r")
+            if present:
+                pipe.hgetall(keys.presence)
             if idempotency_key is not None:
                 pipe.get(keys.reply(idempotency_key))
-            (version, state, fingerprint, ratings), *replay = pipe.execute()
+            (version, state, fingerprint, ratings), *rest = pipe.execute()
+            seats = self._live_seats(rest.pop(0)) if present else None
         if version is None:
             self._missing(keys)
-        return Loaded(state, int(version), replay[0] if replay else None, fingerprint or "", ratings)
+        return Loaded(state, int(version), rest[0] if rest else None, fingerprint or "", ratings, seats)
 
     def note_ratings(self, game_id: str, changes: str, outbox: tuple[OutboxEntry, ...],
                      feed: tuple[FeedEntry, ...]) -> bool:
@@ -441,8 +470,45 @@ class RedisStore(GameStore):
         with self._connection().notifier.waiting_on(keys.channel, after) as waiter:
             while True:
                 found = self.events(game_id, after)
-                if found or not waiter.wait(deadline):
+                if found or waiter.wait(deadline) in (None, notify.Wake.SHUTDOWN):
                     return found
+
+    def following(self, game_id: str, after: int) -> AbstractContextManager[Follow]:
+        """A waiter on the game's channel that also follows presence (see the port).
+
+        Raises StoreError, notify.LongPollCapacity."""
+        keys = self._keys(game_id)
+        following = self._connection().notifier.waiting_on(keys.channel, after, presence=True)
+        self._liveness.watch()
+        return following
+
+    def mark_present(self, game_id: str, seat: int, present: bool) -> None:
+        """HSET or HDEL this process's mark of ``seat`` and publish ``p`` (one round trip;
+        the first mark of the process beats first). Raises StoreError."""
+        keys = self._keys(game_id)
+        mark = (game_id, seat)
+        with store_errors():
+            built = self._connection()
+            try:
+                if present:
+                    self._marks.add(mark)  # first: the beat that registers this process sees a mark
+                    self._liveness.register()
+                built.presence(keys=[keys.presence],
+                               args=[f"{self._liveness.id}:{seat}", "1" if present else "0", PRESENCE_TTL_SECONDS,
+                                     keys.channel])
+            except BaseException:
+                if present:
+                    self._marks.discard(mark)
+                raise
+            if not present:
+                self._marks.discard(mark)
+
+    def present_seats(self, game_id: str) -> frozenset[int]:
+        """The seats marked by a live process (HGETALL, and a beat when a mark names a
+        process not seen yet). Raises StoreError."""
+        keys = self._keys(game_id)
+        with store_errors():
+            return self._live_seats(self._connection().client.hgetall(keys.presence))
 
     def index_page(self, player: str, which: IndexList, before: tuple[int, str] | None,
                    limit: int) -> list[tuple[int, str, str]]:
@@ -554,6 +620,18 @@ class RedisStore(GameStore):
             raise GameExpired(expired_at)
         raise GameMissing()
 
+    def _live_seats(self, marks: dict[str, str]) -> frozenset[int]:
+        """The seats of ``marks`` whose process is alive. Raises redis-py's errors."""
+        seats = set()
+        for mark in marks:
+            process, _, seat = mark.rpartition(":")
+            if seat.isdigit() and int(seat) not in seats and self._liveness.is_live(process):
+                seats.add(int(seat))
+        return frozenset(seats)
+
+    def _follows_presence(self) -> bool:
+        return self._built is not None and self._built.notifier.follows_presence()
+
     def _keys(self, game_id: str) -> GameKeys:
         try:
             return game_keys(self._prefix, game_id)
@@ -567,10 +645,15 @@ class RedisStore(GameStore):
                     client = _client(self._url, self._is_cluster, self._options)
                     self._built = _Connection(
                         client, *(_ReloadingScript(client, text) for text in (CREATE_LUA, SAVE_LUA, ARCHIVE_LUA,
-                                                                               EVENTS_LUA, NOTE_RATINGS_LUA)),
+                                                                               EVENTS_LUA, NOTE_RATINGS_LUA,
+                                                                               PRESENCE_LUA)),
                         notify.Notifier(client, self._max_waiters),
                     )
         return self._built
+
+    def _wake_presence(self) -> None:
+        if self._built is not None:
+            self._built.notifier.wake_presence()
 
 
 def _expiry(ttl: int) -> str:

@@ -13,8 +13,9 @@ from service.api.docs.routes import openapi_text
 from tests.api.conftest import build_app
 
 CHECKED_IN = Path(__file__).resolve().parents[2] / "openapi" / "openapi.json"
-# Routes outside the API contract: Prometheus metrics and the docs page's own files.
-UNDOCUMENTED = {"/metrics", "/docs/start.js", "/docs/assets/<path:filename>", "/docs/<any(rules, api):name>.md"}
+# Routes outside the API contract: Prometheus metrics and the files of the docs and watch pages.
+UNDOCUMENTED = {"/metrics", "/docs/start.js", "/docs/assets/<path:filename>", "/docs/<any(rules, api):name>.md",
+                "/watch/assets/<any('watch.css', 'watch.js'):filename>"}
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +54,7 @@ def test_every_route_is_documented_and_nothing_else(app, spec):
     assert routes == set(spec["paths"])
 
 
-PER_REQUEST_HEADERS = {"If-Match", "If-None-Match", "Idempotency-Key"}
+PER_REQUEST_HEADERS = {"If-Match", "If-None-Match", "Idempotency-Key", "Last-Event-ID"}
 
 
 def test_every_field_and_parameter_has_a_description_and_an_example(spec):
@@ -191,8 +192,8 @@ def test_the_docs_page_uses_local_assets_only(app):
 
 # --- what clients and /docs read -------------------------------------------------------------
 
-PUBLIC_OPERATIONS = {"analyzeHand", "liveness", "readiness", "getOpenApi", "getDocs"}
-OPTIONAL_TOKEN_OPERATIONS = {"getGame", "listEvents"}
+PUBLIC_OPERATIONS = {"analyzeHand", "liveness", "readiness", "getOpenApi", "getDocs", "watchGame"}
+OPTIONAL_TOKEN_OPERATIONS = {"getGame", "listEvents", "streamGame"}
 API_KEY_OPERATIONS = {"abort", "reissueToken", "listPlayerGames", "getPlayerRatings", "getRatingHistory",
                       "getLeaderboard", "createTicket", "getTicket", "cancelTicket", "createInvite", "getInvite",
                       "withdrawInvite", "acceptInvite"}

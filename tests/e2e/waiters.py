@@ -171,6 +171,7 @@ class MoveRecord:
     version: int  # the game's version after the move: 1 + the actions played so far
     sent_at: float
     done_at: float
+    last_seq: int = 0  # the game's last event after the move (the view's last_seq)
 
     @property
     def seconds(self) -> float:
@@ -234,7 +235,8 @@ class Mover:
         )
         if answer.status == 200:
             self.view = answer.json()
-            self.moves.append(MoveRecord(self.game_id, self.view["version"], answer.sent_at, answer.received_at))
+            self.moves.append(MoveRecord(self.game_id, self.view["version"], answer.sent_at, answer.received_at,
+                                         self.view["last_seq"]))
         else:
             self.refused += 1
             self.view = None

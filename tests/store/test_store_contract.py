@@ -19,6 +19,7 @@ from service.store import (
     OutboxEntry,
     VersionConflict,
 )
+from service.store.base import Wake
 from tests.store.support import TTL, effects, new_id
 
 
@@ -263,3 +264,30 @@ def test_memory_keeps_the_outbox_and_the_schedule_of_deadlines() -> None:
     assert list(store.outbox) == [entry] and store.deadlines == {game_id: 100.0}
     store.save(game_id, 1, "s", 2, effects(timed=True, deadline=None))
     assert store.deadlines == {}
+
+
+def test_presence_marks_are_read_back_alone_and_with_the_game(store: GameStore, game: str) -> None:
+    assert store.present_seats(game) == frozenset() and store.load(game, present=True).present == frozenset()
+    store.mark_present(game, 1, True)
+    store.mark_present(game, 0, True)
+    assert store.present_seats(game) == {0, 1}
+    assert store.load(game, present=True).present == {0, 1}
+    assert store.load(game).present is None  # not asked for: not read
+    store.mark_present(game, 1, False)
+    assert store.present_seats(game) == {0}
+    store.mark_present(game, 0, False)
+
+
+def test_a_follower_wakes_for_new_events_and_for_presence_only(store: GameStore, game: str) -> None:
+    with store.following(game, 3) as follow:
+        assert follow.wait(time.monotonic() + 0.3) is None  # nothing happened
+        timer = threading.Timer(0.1, lambda: store.mark_present(game, 0, True))
+        timer.start()
+        assert follow.wait(time.monotonic() + 5) is Wake.PRESENCE
+        assert follow.woken_at <= time.monotonic()
+        timer = threading.Timer(0.1, lambda: store.save(game, 1, state_text("v2"), 2, effects("e4", count=4)))
+        timer.start()
+        assert follow.wait(time.monotonic() + 5) is Wake.EVENTS
+        follow.after = 4  # read up to there
+        assert follow.wait(time.monotonic() + 0.3) is None
+    store.mark_present(game, 0, False)

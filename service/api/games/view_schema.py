@@ -65,6 +65,9 @@ class PlayerSchema(ResponseSchema):
     rating = F.Float(required=True, allow_none=True,
                      metadata=doc("A bot's fixed rating on the players' Glicko-2 scale (docs/ratings.md); null for "
                                   "a person", 1500.0))
+    online = F.Boolean(required=True, metadata=doc(
+        "Whether the player is at the table: a stream or long-poll of this seat is open, or it acted in the last "
+        "30 s (a bot always is). Not part of the version: a 304 does not tell that it changed", True))
 
 
 class KnockOnTableSchema(ResponseSchema):
@@ -256,3 +259,5 @@ class GameViewSchema(ResponseSchema):
     metadata = metadata_doc("Your data about this match, if you gave any", {"tournament": "spring"}, required=True)
     rematch_id = F.String(required=True, allow_none=True,
                           metadata=doc("Once a player asked for a rematch: the id of the next match", "g_Q3xv0Jb8mPq1WZAkq5t2Rw"))
+    last_seq = F.Integer(required=True, metadata=doc(
+        "The number of the last event this view includes: follow on with `/events?after=` it", 57))
