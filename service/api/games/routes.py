@@ -13,6 +13,7 @@ from werkzeug.http import parse_etags
 from service import rules
 from service.api.context import current
 from service.api.credentials import api_key_owner, optional_token, required_api_key_owner, required_token
+from service.api.fields import holds_cards
 from service.api.games.schemas import (
     CREATE_GAME_REQUEST_DOC,
     GAME_ID_PARAMETER,
@@ -66,14 +67,15 @@ LOCATION = {
 # Reading a game or its events declares no security of its own: the document's root default
 # (an optional player token, see service/api/openapi.py) applies.
 
+# What any operation on one game may answer; one that reads a query or headers adds 422.
 READ_PROBLEMS = {
     401: ["unauthorized"],
     404: ["game_not_found"],
     410: ["game_expired"],
-    422: ["invalid_request"],
     429: ["rate_limited"],
     503: ["store_unavailable"],
 }
+INVALID_INPUT = {422: ["invalid_request"]}
 TURN_CONFLICTS = ["not_your_turn", "wrong_phase", "game_finished", "conflict"]
 WRITE_UNAVAILABLE = ["store_unavailable", "store_full"]
 
@@ -220,7 +222,7 @@ class Game(MethodView):
     @blp.arguments(ViewHeadersSchema(), location="headers")
     @blp.response(200, GameViewSchema, headers=ETAG)
     @blp.alt_response(304, description="Not modified: the game is still at the version of If-None-Match", headers=ETAG)
-    @documents_problems(blp, READ_PROBLEMS)
+    @documents_problems(blp, {**READ_PROBLEMS, **INVALID_INPUT})
     def get(self, headers, game_id):
         """Read a match
 
@@ -240,7 +242,7 @@ class Events(MethodView):
     @blp.doc(operationId="listEvents")
     @blp.arguments(EventsQuerySchema(), location="query")
     @blp.response(200, EventPageSchema)
-    @documents_problems(blp, {**READ_PROBLEMS, 503: ["store_unavailable", "long_poll_capacity"]})
+    @documents_problems(blp, {**READ_PROBLEMS, **INVALID_INPUT, 503: ["store_unavailable", "long_poll_capacity"]})
     def get(self, query, game_id):
         """Follow a match
 
@@ -313,7 +315,8 @@ class SeatToken(MethodView):
     @_checked_first(_required_owner)
     @blp.doc(operationId="reissueToken", security=API_KEY_ONLY)
     @blp.response(200, NewTokenSchema)
-    @documents_problems(blp, {**READ_PROBLEMS, 403: ["forbidden"], 409: ["conflict"], 503: WRITE_UNAVAILABLE})
+    @documents_problems(blp, {**READ_PROBLEMS, **INVALID_INPUT, 403: ["forbidden"], 409: ["conflict"],
+                              503: WRITE_UNAVAILABLE})
     def post(self, game_id, seat):
         """Replace a seat's token
 
@@ -425,7 +428,8 @@ def _action_view(endpoint: ActionEndpoint) -> Callable:
             412: ["version_mismatch"],
             413: ["payload_too_large"],
             415: ["unsupported_media_type"],
-            422: ["invalid_request", "invalid_card", "idempotency_key_reused"],
+            422: ["invalid_request", *(["invalid_card"] if holds_cards(endpoint.schema) else []),
+                  "idempotency_key_reused"],
             429: ["rate_limited"],
             503: WRITE_UNAVAILABLE,
         },
