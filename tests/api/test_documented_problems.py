@@ -134,6 +134,7 @@ BAD_CARD_BODIES = {
     "discard": {"card": "Xx"},
     "knock": {"discard": "Xx"},
     "layoff": {"layoffs": [{"card": "Xx", "meld": 0}]},
+    "dryRunLayoff": {"layoffs": [{"card": "Xx", "meld": 0}]},
     "advise": {"message": "take it", "action": {"type": "discard", "card": "Xx"}},
     "analyzeHand": {"cards": ["As", "2s", "3s", "4s", "5s", "6s", "7s", "8s", "9s", "Xx"]},
 }

@@ -88,7 +88,7 @@ def _links(game_id: str, operations: Iterable[str]) -> dict:
     }
 
 
-GAME_OPERATIONS = ("getGame", "draw", "pass", "discard", "knock", "layoff", "advise", "resign", "listEvents",
+GAME_OPERATIONS = ("getGame", "draw", "pass", "discard", "knock", "layoff", "dryRunLayoff", "advise", "resign", "listEvents",
                    "getHint")
 
 
@@ -382,7 +382,7 @@ ACTIONS = [
         "The defender lays down melds and lays off cards on the knocker's melds (not against "
         "gin, unless `layoff_on_gin`). An empty body lets the engine choose the arrangement "
         "with the least deadwood. Scores the hand and deals the next one unless the match is over. "
-        "With `?dry_run=true` nothing is applied: the answer says what the lay-down would leave.",
+        "To check a lay-down without applying it, use `dryRunLayoff`.",
         TURN_CONFLICTS + ["card_not_in_hand", "invalid_melds", "invalid_layoff"],
         {"melds": [["9h", "9s", "9d"]], "layoffs": [{"card": "4s", "meld": 0}]}, body_required=False,
         query=LayoffQuerySchema,
@@ -434,13 +434,7 @@ def _action_view(endpoint: ActionEndpoint) -> Callable:
             503: WRITE_UNAVAILABLE,
         },
     )(act)
-    if endpoint.query is LayoffQuerySchema:
-        # Documented as either body: generators try each in turn (exactly one fits a body).
-        documented = blp.response(200, {"oneOf": [GameViewSchema, DryRunLayoffSchema]}, headers=ETAG,
-                                  description="Your new view; with `dry_run=true`, what the lay-down would leave "
-                                              "(nothing applied, no ETag)")(documented)
-    else:
-        documented = blp.response(200, GameViewSchema, headers=ETAG, description="Your new view")(documented)
+    documented = blp.response(200, GameViewSchema, headers=ETAG, description="Your new view")(documented)
     documented = blp.arguments(endpoint.schema(), required=endpoint.body_required, example=endpoint.example)(documented)
     documented = blp.arguments(ActionHeadersSchema(), location="headers")(documented)
     if endpoint.query is not None:
@@ -451,6 +445,37 @@ def _action_view(endpoint: ActionEndpoint) -> Callable:
         responses={200: {"links": _links("$response.body#/id", GAME_OPERATIONS)}},
     ), documented)
     return _checked_first(lambda: required_token(request))(documented)
+
+
+@blp.route("/<game_id>/layoff/dry-run", endpoint="layoff_dry_run", parameters=[GAME_ID_PARAMETER])
+class LayoffDryRun(MethodView):
+    @_checked_first(lambda: required_token(request))
+    @blp.doc(operationId="dryRunLayoff", security=PLAYER_ONLY)
+    @blp.arguments(LayoffRequestSchema(), required=False, example={"melds": [["9h", "9s", "9d"]],
+                                                                  "layoffs": [{"card": "4s", "meld": 0}]})
+    @blp.response(200, DryRunLayoffSchema, description="What the lay-down would leave (nothing applied)")
+    @documents_problems(blp, {
+        400: ["invalid_request"],
+        401: ["unauthorized"],
+        403: ["forbidden"],
+        404: ["game_not_found"],
+        409: TURN_CONFLICTS + ["card_not_in_hand", "invalid_melds", "invalid_layoff"],
+        410: ["game_expired"],
+        413: ["payload_too_large"],
+        415: ["unsupported_media_type"],
+        422: ["invalid_request", "invalid_card"],
+        429: ["rate_limited"],
+        # A deadline that passed is settled (and saved) first, as by every read.
+        503: WRITE_UNAVAILABLE,
+    })
+    def post(self, action, game_id):
+        """Check a lay-down
+
+        What the defender's lay-down would leave (melds, lay-offs, deadwood, who would score
+        how much), with nothing applied: no version change, no event. A lay-down that `layoff`
+        would refuse is refused the same way. The same body as `layoff`.
+        """
+        return _json(current().games.dry_run_layoff(game_id, required_token(request), action))
 
 
 for _endpoint in ACTIONS:
