@@ -4,7 +4,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-from flask import Flask
+from flask import Flask, Response
 
 from service import observability
 from service.api import register_api
@@ -28,6 +28,17 @@ logger = logging.getLogger(__name__)
 BACKGROUND_EXTENSION = "ginrummy.background"
 
 
+class ServiceFlask(Flask):
+    """Flask, answering OPTIONS on a resource with 204 and ``Allow`` (Flask's own answer is an
+    empty text/html 200), whichever server runs the app."""
+
+    def make_default_options_response(self) -> Response:
+        response = super().make_default_options_response()
+        response.status_code = 204
+        del response.headers["Content-Type"]
+        return response
+
+
 def create_app(config: Config | Mapping[str, str] | None = None, store: GameStore | None = None) -> Flask:
     """A ready app with its own store.
 
@@ -37,7 +48,7 @@ def create_app(config: Config | Mapping[str, str] | None = None, store: GameStor
     """
     if not isinstance(config, Config):
         config = Config.from_env(**dict(config or {}))
-    app = Flask(__name__, static_folder=None)  # no static files: the docs blueprint serves its own
+    app = ServiceFlask(__name__, static_folder=None)  # no static files: the docs blueprint serves its own
     init_paths(app)  # before any route: each rule takes the map's slash merging when added
     app.config.from_mapping(config.flask_settings())
     # Views are JSON objects whose field order (id first) reads like the documentation.

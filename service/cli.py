@@ -1,8 +1,8 @@
 """The ``ginrummy`` command.
 
 - ``ginrummy serve [--host H] [--port P]``: run the service with Werkzeug's threaded server
-  (quick start and development; production runs gunicorn). Without REDIS_URL the games live
-  in this process (memory://).
+  (quick start and development; production runs gunicorn; see service/dev_server.py).
+  Without REDIS_URL the games live in this process (memory://).
 - ``ginrummy openapi [--output PATH]``: write the OpenAPI document (default
   ``openapi/openapi.json``), the file checked in with the code.
 - ``ginrummy worker [--host H]``: deliver webhooks and fire turn deadlines (see
@@ -18,8 +18,7 @@ import logging
 import sys
 from pathlib import Path
 
-from werkzeug.serving import run_simple
-
+from service import dev_server
 from service.api.docs.routes import openapi_text
 from service.app import create_app
 from service.background.runner import RunnerSettings
@@ -78,7 +77,7 @@ def run_serve_command(args: argparse.Namespace) -> int:
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
     print(f"ginrummy serve: listening on http://{args.host}:{args.port} (interactive docs at /docs; Ctrl-C stops)",
           file=sys.stderr, flush=True)
-    run_simple(args.host, args.port, app, threaded=True)
+    dev_server.serve(app, args.host, args.port)
     return 0
 
 

@@ -27,7 +27,7 @@
 | RATE_LIMIT_PER_MINUTE | 0 | requests per client per minute; 0 turns limiting off |
 | LONG_POLL_MAX_SECONDS | 30 | cap on ``wait`` of the long-polls: events, tickets, invites (0-30: the API allows no longer wait) |
 | LONG_POLL_MAX_WAITERS | 1000 (gunicorn: 3/4 of its worker connections) | long-polls one process holds at once; beyond, 503 ``long_poll_capacity`` with Retry-After |
-| REQUEST_BODY_TIMEOUT_SECONDS | 10 | a request body must arrive within this (gevent worker; each deadline falls in its last fifth), else 408 and the connection is closed |
+| REQUEST_BODY_TIMEOUT_SECONDS | 10 | a request body must arrive within this (under gunicorn each deadline falls in its last fifth), else 408 and the connection is closed |
 | RESPONSE_SEND_TIMEOUT_SECONDS | 10 | a client must take each part of an answer within this (gevent worker), else the connection is dropped |
 | RATING_INITIAL | 1500 | a new player's Glicko-2 rating (docs/ratings.md) |
 | RATING_INITIAL_RD | 350 | a new player's rating deviation |

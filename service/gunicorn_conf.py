@@ -27,16 +27,15 @@ this or another worker), of which at most LONG_POLL_MAX_WAITERS waiting long-pol
 ones get 503 ``long_poll_capacity`` with Retry-After), GUNICORN_KEEPALIVE seconds for a
 request's headers to arrive (idle keep-alive included), REQUEST_BODY_TIMEOUT_SECONDS for its
 body and RESPONSE_SEND_TIMEOUT_SECONDS for the client to take each part of its answer
-(service/middleware/request_deadlines.py), 2 s and 1 MiB of what a client still sends read and dropped before a
-close, ~128 KiB of answers in the kernel per connection and 10 s for a closing connection's
-client to take them (service/gunicorn_worker.py), and 32 Redis connections
-(service/store/redis.py).
+(service/middleware/request_deadlines.py), 2 s and 1 MiB of what a client still sends read
+and dropped before a close, ~128 KiB of answers in the kernel per connection and 10 s for a
+closing connection's client to take them (service/gunicorn_worker.py), and 32 Redis
+connections (service/store/redis.py).
 """
 from __future__ import annotations
 
 import atexit
 import gc
-import http
 import importlib
 import math
 import os
@@ -272,34 +271,17 @@ def _remove_in_process(directory: str, owner: int) -> None:
 
 
 # Gunicorn answers requests it cannot parse (a request line over its limit, a malformed
-# header) itself, before the app runs, with an HTML page. Clients of this API branch on
-# problem+json codes, so those answers use the same format. Gunicorn has no hook for this;
-# its workers call ``gunicorn.util.write_error``, which the workers inherit replaced from here.
-PROTOCOL_PROBLEMS = {
-    400: ("invalid_request", "the request is not valid HTTP (request line or headers)"),
-    403: ("forbidden", "the request was refused by the HTTP server"),
-    414: ("uri_too_long", "the request line is longer than the server accepts"),
-    417: ("expectation_failed", "the server cannot meet the Expect header"),
-    431: ("headers_too_large", "the request headers are larger than the server accepts"),
-    501: ("not_implemented", "the request uses an HTTP feature the server does not support"),
-}
-
-
+# header) itself, before the app runs, with an HTML page; these answers are problem+json
+# (service/middleware/protocol_problems.py). Gunicorn has no hook for this; its workers call
+# ``gunicorn.util.write_error``, which the workers inherit replaced from here.
 def write_protocol_problem(sock, status_int: int, reason: str, mesg: str) -> None:
-    """Gunicorn's error writer, answering problem+json with the security headers of every other
-    answer. The parser's message is not echoed: it can quote the client's request line or
-    headers (tokens among them). Nor is its reason, which is "Bad Request" for a 501 too."""
+    """Gunicorn's error writer, answering problem+json. Neither the parser's message nor its
+    reason is used: the reason is "Bad Request" for a 501 too."""
     from gunicorn.util import write_nonblock
 
-    from service.middleware.security_headers import DATA_ANSWER_HEADERS
-    from service.middleware.request_ids import REQUEST_ID_HEADER, new_request_id
-    from service.problems import PROBLEM_MIMETYPE, problem_body
+    from service.middleware.protocol_problems import protocol_problem
 
-    code, detail = PROTOCOL_PROBLEMS.get(status_int, ("internal_error", "the server could not answer"))
-    phrase = http.HTTPStatus(status_int).phrase
-    body = problem_body(status_int, code, phrase, detail).encode()
-    headers = [("Connection", "close"), ("Content-Type", PROBLEM_MIMETYPE), ("Content-Length", str(len(body))),
-               (REQUEST_ID_HEADER, new_request_id()), *DATA_ANSWER_HEADERS]
+    phrase, headers, body = protocol_problem(status_int)
     head = f"HTTP/1.1 {status_int} {phrase}\r\n" + "".join(f"{name}: {value}\r\n" for name, value in headers)
     write_nonblock(sock, (head + "\r\n").encode("latin-1") + body)
 

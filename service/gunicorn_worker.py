@@ -2,8 +2,8 @@
 
 A request runs in a greenlet, so a waiting long-poll holds a few kilobytes of memory and no
 thread. Gunicorn itself bounds the wait for a request's headers (its keep-alive loop reads
-each request under ``gevent.Timeout(keepalive)``); service/middleware/request_deadlines.py bounds the body,
-and the time a client may take to read each part of its answer.
+each request under ``gevent.Timeout(keepalive)``); service/middleware/request_deadlines.py
+bounds the body, and the time a client may take to read each part of its answer.
 
 Named in service/gunicorn_conf.py as ``service.gunicorn_worker.Worker``.
 """
@@ -67,9 +67,9 @@ class Worker(GeventWorker):
       has started its replacement: what it waits for must end soon, or with several workers
       retiring close together nobody accepts.
     - A connection whose client does not take a part of its answer within
-      RESPONSE_SEND_TIMEOUT_SECONDS (set by service/middleware/request_deadlines.py) is dropped with a reset,
-      which also frees what the kernel holds for it; else the timeout is cleared once the
-      answer is written.
+      RESPONSE_SEND_TIMEOUT_SECONDS (set by service/middleware/request_deadlines.py) is
+      dropped with a reset, which also frees what the kernel holds for it; else the timeout
+      is cleared once the answer is written.
     - A connection is closed after MAX_REQUESTS_PER_CONNECTION requests.
     - A connection closed after an answer while the client was still sending (a request's
       body left unread, or further requests sent ahead) lingers first (``_linger``).

@@ -185,7 +185,7 @@ class _Recorder:
             self.refused(lambda: self.act(table, defender, ActionType.LAYOFF, {"layoffs": [{"card": misfit, "meld": 0}]}))
         best = defending["you"]["best_layoff"]
         body = {"melds": best["melds"], "layoffs": best["layoffs"]}
-        self.example("layoff", 200, "dry_run", "With dry_run=true: what this lay-down would leave",
+        self.example("dryRunLayoff", 200, "best", "What the defender's best lay-down would leave",
                      self.games.dry_run_layoff(table.game_id, table.tokens[defender],
                                                rules.parse_action(ActionType.LAYOFF, body)))
         self.example("layoff", 200, "view", "The hand scored and the next one dealt",

@@ -65,6 +65,23 @@ class CardField(ma.fields.Raw):
         return None if value is None else super().deserialize(value, attr, data, **kwargs)
 
 
+def holds_cards(schema: ma.Schema | type[ma.Schema]) -> bool:
+    """Whether a request read with ``schema`` may name a card (and so be refused with 422
+    ``invalid_card``): a card field in it, in a list or in a nested object."""
+    fields = (schema() if isinstance(schema, type) else schema).fields.values()
+    return any(_field_holds_cards(field) for field in fields)
+
+
+def _field_holds_cards(field: ma.fields.Field) -> bool:
+    if isinstance(field, CardField):
+        return True
+    if isinstance(field, ma.fields.List):
+        return _field_holds_cards(field.inner)
+    if isinstance(field, ma.fields.Nested):
+        return holds_cards(field.schema)
+    return False
+
+
 def card_field(description: str, example: str = "Th", **kwargs) -> CardField:
     return CardField(metadata={**doc(description, example), "type": "string", "pattern": CARD_PATTERN}, **kwargs)
 

@@ -4,8 +4,9 @@
 - ``rate_limit``: at most RATE_LIMIT_PER_MINUTE requests per client and minute (429);
 - ``body_limit``: the body cap (413) and the one transfer coding taken (501);
 - ``security_headers``: nosniff, no referrer and a Content-Security-Policy on every answer;
-- ``request_deadlines``: under gevent, the body's and the answer's deadlines (408), as WSGI
-  middleware around the app.
+- ``request_deadlines``: the body's and the answer's deadlines (408), as WSGI middleware
+  around the app;
+- ``protocol_problems``: what the HTTP servers answer themselves, before the app runs.
 
 It knows nothing of the routes: what it answers itself is problem+json (``service.problems``).
 """
@@ -15,7 +16,7 @@ import flask
 
 from service.middleware.body_limit import init_body_limit
 from service.middleware.rate_limit import SecretSource, init_rate_limit
-from service.middleware.request_deadlines import DEFAULT_BODY_SECONDS, DEFAULT_SEND_SECONDS, RequestDeadlines
+from service.middleware.request_deadlines import DEFAULT_BODY_SECONDS, DEFAULT_SEND_SECONDS, init_request_deadlines
 from service.middleware.request_ids import init_request_ids
 from service.middleware.security_headers import init_security_headers
 from service.proxies import trust_proxies
@@ -36,9 +37,5 @@ def init_middleware(app: flask.Flask, secret: SecretSource) -> None:
     init_rate_limit(app, secret)
     init_body_limit(app)
     init_security_headers(app)
-    app.wsgi_app = RequestDeadlines(
-        app.wsgi_app,
-        float(app.config.get("REQUEST_BODY_TIMEOUT_SECONDS") or DEFAULT_BODY_SECONDS),
-        app.config["MAX_CONTENT_LENGTH"],
-        float(app.config.get("RESPONSE_SEND_TIMEOUT_SECONDS") or DEFAULT_SEND_SECONDS),
-    )
+    init_request_deadlines(app, float(app.config.get("REQUEST_BODY_TIMEOUT_SECONDS") or DEFAULT_BODY_SECONDS),
+                           float(app.config.get("RESPONSE_SEND_TIMEOUT_SECONDS") or DEFAULT_SEND_SECONDS))

@@ -4,10 +4,11 @@ Under gunicorn's gevent worker a connection costs a greenlet, so a client that s
 costs little, but it must not be able to hold its connection for ever: gunicorn bounds the
 wait for each request's headers (its keep-alive timeout), and ``RequestDeadlines`` bounds the
 body: the whole body (at most MAX_CONTENT_LENGTH + 1 bytes) is read before the app runs, and
-a body that has not arrived within ``body_seconds`` is answered with 408
-``request_timeout`` and the connection is closed, as it is after the app's 413 for a body
-over the cap, which is left (partly) unread (the worker lingers first, reading and dropping
-what the client still sends, so that it reads its answer: service/gunicorn_worker.py).
+a body that has not arrived within ``body_seconds`` is answered by the app with 408
+``request_timeout`` (so that the answer is logged, counted and carries the headers of every
+other answer) and the connection is closed, as it is after the app's 413 for a body over the
+cap, which is left (partly) unread (the worker lingers first, reading and dropping what the
+client still sends, so that it reads its answer: service/gunicorn_worker.py).
 
 Nor may a client hold a connection by not reading: once the app has answered, the connection
 gets a socket timeout of ``send_seconds``, so every write of the answer that waits longer for
@@ -22,26 +23,27 @@ an answer, handed to the server as a connection reset. For a streamed answer (a 
 ``requester.mark_streamed``) it does so while each part of the body is made too, since the
 stream waits then, after the app has returned.
 
-Outside gevent (Werkzeug's development server, tests) the body is left to the app as before:
-there a blocking read cannot be interrupted, and the development server is not exposed.
+Under Werkzeug's threaded server (``ginrummy serve``) the body is read before the app runs
+too, each wait on the socket bounded by what is left of ``body_seconds`` (a chunked body's
+waits only by ``body_seconds`` each), and the answer gets ``send_seconds`` per write. Without
+a socket (Flask's test client) the body is left to the app.
 """
 from __future__ import annotations
 
 import errno
 import io
-import logging
 import random
+import socket
+import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from service.middleware.security_headers import DATA_ANSWER_HEADERS
-from service.middleware.request_ids import REQUEST_ID_HEADER, chosen_request_id
-from service.problems import PROBLEM_MIMETYPE, problem_body
+import flask
+
+from service.problems import problem
 from service.requester import REQUESTER, STREAMED, ClientGone
 from service.store import notify
-
-log = logging.getLogger(__name__)
 
 DEFAULT_BODY_SECONDS = 10.0
 DEFAULT_SEND_SECONDS = 10.0
@@ -52,7 +54,28 @@ READ_SIZE = 65536
 # behind that wave (3,000 slow bodies on 2 workers: /healthz 230 ms, 2026-12-04).
 BODY_DEADLINE_SPREAD = 0.8
 
+# Where the middleware leaves, for the app, the deadline a body missed (in seconds).
+LATE_BODY = "ginrummy.late_body_seconds"
+
 WsgiApp = Callable[[dict, Callable], Iterable[bytes]]
+
+
+def init_request_deadlines(app: flask.Flask, body_seconds: float = DEFAULT_BODY_SECONDS,
+                           send_seconds: float = DEFAULT_SEND_SECONDS) -> None:
+    """Read every body of ``app`` before it runs, within ``body_seconds``, and answer a late
+    one with 408; give each answer ``send_seconds`` per write. Wraps ``app.wsgi_app``: nothing
+    may wrap it after this call, the deadlines must see the request first."""
+    app.before_request(_answer_late_body)
+    app.wsgi_app = RequestDeadlines(app.wsgi_app, body_seconds, app.config.get("MAX_CONTENT_LENGTH"), send_seconds)
+
+
+def _answer_late_body() -> flask.Response | None:
+    """Before-request hook: the 408 of a request whose body missed its deadline."""
+    seconds = flask.request.environ.get(LATE_BODY)
+    if seconds is None:
+        return None
+    return problem(408, "request_timeout", "Request body too slow",
+                   f"the request body did not arrive within {seconds:g} s", {"seconds": seconds})
 
 
 class RequestDeadlines:
@@ -72,19 +95,24 @@ class RequestDeadlines:
 
     def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
         client = environ.get("gunicorn.socket")
-        if client is None or not _gevent_active():
-            return self._answer(environ, start_response, client)
+        if client is not None and _gevent_active():
+            return self._under_gevent(environ, start_response, client)
+        connection = environ.get("werkzeug.socket")
+        if connection is not None:
+            return self._under_threads(environ, start_response, connection)
+        return self._answer(environ, start_response, None)
+
+    def _under_gevent(self, environ: dict, start_response: Callable, client: Any) -> Iterable[bytes]:
         try:
             whole = _read_body_before_deadline(environ, self.body_seconds, self.max_body_bytes)
         except _BodyTooSlow:
+            _left_for_the_app(environ, self.body_seconds)
+            whole = False
+        # Over the cap, the app answers 413; late, 408; with a transfer coding it does not take,
+        # 501; and the rest of the connection cannot be read as requests either.
+        if not whole or unsupported_codings(environ.get("HTTP_TRANSFER_ENCODING", "")):
             _close_after_answer(start_response)
-            answer = _timed_out(environ, start_response, self.body_seconds)
-        else:
-            # Over the cap, the app answers 413; with a transfer coding it does not take, 501,
-            # and the rest of the connection cannot be read as requests either.
-            if not whole or unsupported_codings(environ.get("HTTP_TRANSFER_ENCODING", "")):
-                _close_after_answer(start_response)
-            answer = self._answer(environ, start_response, client)
+        answer = self._answer(environ, start_response, client)
         if notify.stopping():
             # The worker closes every connection after its answer from now on (it is retiring
             # or stopping): say so in the answer, or a client could send its next request on
@@ -94,6 +122,15 @@ class RequestDeadlines:
         # worker clears it once the answer is written.
         client.settimeout(self.send_seconds)
         return answer
+
+    def _under_threads(self, environ: dict, start_response: Callable, connection: socket.socket) -> Iterable[bytes]:
+        # Werkzeug's server closes every connection after its answer: nothing to force here.
+        try:
+            _read_body_by_socket_timeouts(environ, connection, self.body_seconds, self.max_body_bytes)
+        except _BodyTooSlow:
+            _left_for_the_app(environ, self.body_seconds)
+        connection.settimeout(self.send_seconds)
+        return self._answer(environ, start_response, None)
 
     def _answer(self, environ: dict, start_response: Callable, client: Any) -> Iterable[bytes]:
         with _client_of(client):
@@ -158,33 +195,76 @@ def unsupported_codings(header: str) -> bool:
 
 
 def _read_body_before_deadline(environ: dict, seconds: float, cap: int | None) -> bool:
-    """Replace ``wsgi.input`` by the body read into memory within ``seconds``; False when the
-    body is over ``cap`` and so left (partly) unread.
+    """(gevent) Replace ``wsgi.input`` by the body read into memory within ``seconds``; False
+    when the body is over ``cap`` and so left (partly) unread.
 
     Raises _BodyTooSlow when the body has not arrived in time."""
     import gevent
 
+    if not _has_body(environ):
+        return True  # no timer for the many requests without a body
+    with gevent.Timeout(seconds * random.uniform(BODY_DEADLINE_SPREAD, 1.0), _BodyTooSlow):
+        return _read_body(environ, cap)
+
+
+def _read_body_by_socket_timeouts(environ: dict, connection: socket.socket, seconds: float, cap: int | None) -> bool:
+    """(threads) As ``_read_body_before_deadline``, each read of ``connection`` waiting at most
+    what is left of ``seconds``."""
+    if not _has_body(environ):
+        return True
+    deadline = time.monotonic() + seconds
+
+    def before_read() -> None:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise _BodyTooSlow()
+        connection.settimeout(left)
+
+    try:
+        return _read_body(environ, cap, before_read)
+    except (TimeoutError, socket.timeout):
+        raise _BodyTooSlow() from None
+
+
+def _read_body(environ: dict, cap: int | None, before_read: Callable[[], None] = lambda: None) -> bool:
+    """Replace ``wsgi.input`` by the body (there is one) read into memory; False when the body
+    is over ``cap`` and so left (partly) unread. ``before_read`` runs before each read."""
     declared = _content_length(environ)
-    chunked = "chunked" in transfer_codings(environ.get("HTTP_TRANSFER_ENCODING", ""))
-    if declared is None and not chunked:
-        return True  # no body
     if declared is not None and cap is not None and declared > cap:
         return False  # refused unread by the app (413)
     limit = declared if declared is not None else (cap + 1 if cap is not None else None)
     stream = environ["wsgi.input"]
+    # One read of the socket at most per call where the stream offers it (a buffered file's
+    # read waits until it has all it was asked for).
+    read = getattr(stream, "read1", stream.read)
     chunks: list[bytes] = []
-    with gevent.Timeout(seconds * random.uniform(BODY_DEADLINE_SPREAD, 1.0), _BodyTooSlow):
-        remaining = limit
-        while remaining is None or remaining > 0:
-            chunk = stream.read(READ_SIZE if remaining is None else min(remaining, READ_SIZE))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            if remaining is not None:
-                remaining -= len(chunk)
+    remaining = limit
+    while remaining is None or remaining > 0:
+        before_read()
+        chunk = read(READ_SIZE if remaining is None else min(remaining, READ_SIZE))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        if remaining is not None:
+            remaining -= len(chunk)
     environ["wsgi.input"] = io.BytesIO(b"".join(chunks))
     # A chunked body read to one byte past the cap may go on.
     return declared is not None or remaining != 0
+
+
+def _has_body(environ: dict) -> bool:
+    return _content_length(environ) is not None or _is_chunked(environ)
+
+
+def _is_chunked(environ: dict) -> bool:
+    return "chunked" in transfer_codings(environ.get("HTTP_TRANSFER_ENCODING", ""))
+
+
+def _left_for_the_app(environ: dict, seconds: float) -> None:
+    """Have the app answer 408 for a body that missed its deadline of ``seconds``; what came
+    of it is dropped."""
+    environ[LATE_BODY] = seconds
+    environ["wsgi.input"] = io.BytesIO()
 
 
 def _content_length(environ: dict) -> int | None:
@@ -192,19 +272,7 @@ def _content_length(environ: dict) -> int | None:
     try:
         return int(raw) if raw else None
     except ValueError:
-        return None  # gunicorn refuses a malformed length before the app runs
-
-
-def _timed_out(environ: dict, start_response: Callable, seconds: float) -> Iterable[bytes]:
-    """408 (the caller closes the connection after it)."""
-    request_id = chosen_request_id(environ.get("HTTP_X_REQUEST_ID", ""))
-    log.info("request body not received within %.0f s: %s %s (request %s)", seconds,
-             environ.get("REQUEST_METHOD"), environ.get("PATH_INFO"), request_id)
-    body = problem_body(408, "request_timeout", "Request body too slow",
-                        f"the request body did not arrive within {seconds:g} s").encode()
-    start_response("408 Request Timeout", [("Content-Type", PROBLEM_MIMETYPE), ("Content-Length", str(len(body))),
-                                           (REQUEST_ID_HEADER, request_id), *DATA_ANSWER_HEADERS])
-    return [body]
+        return None  # malformed: gunicorn refuses it before the app runs, the app's body limit after
 
 
 def _close_after_answer(start_response: Callable) -> None:

@@ -227,7 +227,7 @@ class Hand:
         if source not in sources:
             allowed = " or the ".join(s.value for s in sources)
             raise IllegalMove(f"cannot draw from the {source.value} now; draw from the {allowed}", code="wrong_phase",
-                              params={"phase": self.phase.value, "allowed_sources": [s.value for s in sources]})
+                              params={"phase": self.phase.value, "allowed": [s.value for s in sources]})
         index = self.index_of(seat)
         if source is DrawSource.STOCK:
             card, rest = self.stock[-1], self.stock[:-1]

@@ -398,8 +398,12 @@ def test_not_your_turn_and_wrong_phase(table):
     to_move = seat_to_act(view)
     assert view["hand"]["phase"] == "upcard_offer"
     refused(table, lambda: table.act(1 - to_move, "draw", {"source": "stock"}), 409, "not_your_turn")
-    refused(table, lambda: table.act(to_move, "discard", {"card": table.view(to_move)["you"]["hand"][0]}), 409, "wrong_phase")
-    refused(table, lambda: table.act(to_move, "draw", {"source": "stock"}), 409, "wrong_phase")
+    wrong_kind = refused(table, lambda: table.act(to_move, "discard", {"card": table.view(to_move)["you"]["hand"][0]}),
+                         409, "wrong_phase")
+    # One name for what the phase allows instead: the kinds of action, or for a draw the sources.
+    assert wrong_kind["params"] == {"phase": "upcard_offer", "allowed": ["draw", "pass"]}
+    wrong_source = refused(table, lambda: table.act(to_move, "draw", {"source": "stock"}), 409, "wrong_phase")
+    assert wrong_source["params"] == {"phase": "upcard_offer", "allowed": ["discard"]}
     refused(table, lambda: table.act(to_move, "layoff"), 409, "wrong_phase")
 
 

@@ -326,15 +326,19 @@ def test_events_are_one_schema_per_registered_type(spec):
     from service.rules import EVENT_TYPES
 
     schemas = spec["components"]["schemas"]
-    event = schemas["Event"]
-    assert event["discriminator"]["propertyName"] == "type"
-    mapping = event["discriminator"]["mapping"]
+    known = schemas["KnownEvent"]
+    assert known["discriminator"]["propertyName"] == "type"
+    mapping = known["discriminator"]["mapping"]
     assert set(mapping) == {kind.value for kind in EVENT_TYPES}
-    # The registered types, and last the one any other type fits, for types added later.
-    *registered_refs, other = [option["$ref"] for option in event["oneOf"]]
-    assert sorted(registered_refs) == sorted(mapping.values())
-    assert other == "#/components/schemas/OtherEvent"
-    assert sorted(schemas["OtherEvent"]["properties"]["type"]["not"]["enum"]) == sorted(mapping)
+    assert sorted(option["$ref"] for option in known["oneOf"]) == sorted(mapping.values())
+    # An event is a registered one, or one of a type added later, which any other type fits:
+    # a string, never one value, outside the discriminated union.
+    assert schemas["Event"]["oneOf"] == [{"$ref": "#/components/schemas/KnownEvent"},
+                                         {"$ref": "#/components/schemas/OtherEvent"}]
+    assert "discriminator" not in schemas["Event"]
+    other_type = schemas["OtherEvent"]["properties"]["type"]
+    assert other_type["type"] == "string" and not {"enum", "const"} & set(other_type)
+    assert sorted(other_type["not"]["enum"]) == sorted(mapping)
     for kind, registered in EVENT_TYPES.items():
         schema = schemas[schema_name(kind)]
         properties = schema["properties"]
@@ -375,11 +379,28 @@ def test_patterns_read_alike_in_every_regex_engine(spec):
             assert not re.search(r"\\[uUxpPdDwWsS]|\(\?|\\[1-9]", pattern), pattern
 
 
-def test_layoff_and_rematch_answers(spec):
-    layoff = spec["paths"]["/v1/games/{game_id}/layoff"]["post"]["responses"]["200"]["content"]["application/json"]
-    assert layoff["schema"] == {"oneOf": [{"$ref": "#/components/schemas/GameView"},
-                                          {"$ref": "#/components/schemas/DryRunLayoff"}]}
-    assert set(layoff["examples"]) == {"view", "dry_run"}
+def test_every_member_of_a_discriminated_union_has_its_value_mapped(spec):
+    # A member left out of the mapping gets its schema's name as its value (OpenAPI's implicit
+    # mapping): generated types then hold that name as the only value of the discriminator.
+    for name, schema in spec["components"]["schemas"].items():
+        if "discriminator" in schema:
+            mapped = set(schema["discriminator"]["mapping"].values())
+            assert {option["$ref"] for option in schema["oneOf"]} <= mapped, name
+
+
+def test_layoff_and_its_dry_run_and_rematch_answers(spec):
+    layoff = spec["paths"]["/v1/games/{game_id}/layoff"]["post"]
+    # One body per operation, so a typed client gets what it asked for without narrowing.
+    answer = layoff["responses"]["200"]["content"]["application/json"]
+    assert answer["schema"] == {"$ref": "#/components/schemas/GameView"} and set(answer["examples"]) == {"view"}
+    flag = next(parameter for parameter in layoff["parameters"] if parameter["name"] == "dry_run")
+    assert flag["deprecated"] is True and "dryRunLayoff" in flag["description"]
+    dry_run = spec["paths"]["/v1/games/{game_id}/layoff/dry-run"]["post"]
+    assert dry_run["operationId"] == "dryRunLayoff"
+    answer = dry_run["responses"]["200"]["content"]["application/json"]
+    assert answer["schema"] == {"$ref": "#/components/schemas/DryRunLayoff"} and set(answer["examples"]) == {"best"}
+    assert dry_run["requestBody"]["content"]["application/json"]["schema"] == \
+        layoff["requestBody"]["content"]["application/json"]["schema"]
     rematch = spec["paths"]["/v1/games/{game_id}/rematch"]["post"]["responses"]
     for status in ("201", "200"):
         assert rematch[status]["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/CreatedGame"}

@@ -113,7 +113,7 @@ class Player:
             elif hand.phase == m.Phase.DRAW:
                 answer = self.call("draw", game_id=game_id, client=seat, body=m.DrawRequest(source=m.DrawSource.STOCK))
             elif hand.phase == m.Phase.LAYOFF:
-                dry = self.call("layoff", game_id=game_id, client=seat, dry_run=True, body=m.LayoffRequest())
+                dry = self.call("dry_run_layoff", game_id=game_id, client=seat, body=m.LayoffRequest())
                 assert isinstance(dry, m.DryRunLayoff) and isinstance(dry.outcome, m.Outcome), dry
                 answer = self.call("layoff", game_id=game_id, client=seat, body=m.LayoffRequest())
             elif you.can_knock:

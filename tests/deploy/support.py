@@ -82,7 +82,7 @@ def tool(name: str) -> str:
         return str(beside)
     found = shutil.which(name)
     if found is None:
-        reason = f"{name} is not installed (pip install -e '.[test]'; kubectl comes with the machine)"
+        reason = f"{name} is not installed (pip install -c requirements-test.lock -e '.[test]'; kubectl comes with the machine)"
         if name == "kubectl" and os.environ.get("CI", "").lower() != "true":
             pytest.skip(f"KUBECTL MISSING, TEST NOT RUN: {reason}")
         pytest.fail(reason)

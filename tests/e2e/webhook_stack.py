@@ -40,7 +40,7 @@ NOTICE_OF = {"timeout": "timeout", "hand_scored": "hand_over", "match_finished":
 
 def ginrummy() -> str:
     beside = Path(sys.executable).parent / "ginrummy"
-    assert beside.is_file(), "the ginrummy command is not installed in this venv (pip install -e '.[test]')"
+    assert beside.is_file(), "the ginrummy command is not installed in this venv (pip install -c requirements-test.lock -e '.[test]')"
     return str(beside)
 
 

@@ -3,7 +3,11 @@ that lets /docs run Swagger UI from this origin only and frames nothing, and non
 data answer load anything. (tests/browser checks in Chromium that /docs breaks no rule of it.)"""
 from __future__ import annotations
 
+import json
+import socket
+
 import pytest
+from werkzeug.test import EnvironBuilder
 
 from tests.api.conftest import build_app
 from tests.api.support import create
@@ -66,17 +70,23 @@ def test_data_answers_may_load_nothing(client):
 
 @pytest.mark.parametrize(("offered", "echoed"), [("client-chosen.id_1", True), ("bad id\n", False), (None, False)])
 def test_the_body_deadline_s_408_carries_them_too_and_a_request_id(offered, echoed):
-    # Written by service/middleware/request_deadlines.py outside Flask, as gunicorn's own refusals are by
-    # service/gunicorn_conf.py (tests/e2e/test_hostile_input.py checks those on a real gunicorn).
-    from service.middleware.request_deadlines import _timed_out
+    # The deadline is the WSGI middleware's, around the app; the app answers the 408 like any
+    # other request. Here as under Werkzeug's threaded server (ginrummy serve): the body comes
+    # from a real socket, which sends 5 bytes of 50 (tests/e2e/test_both_servers.py: both servers).
     from service.middleware.request_ids import is_acceptable_request_id
 
-    sent = {}
-    environ = {"REQUEST_METHOD": "POST", "PATH_INFO": "/v1/games"}
+    app = build_app(REDIS_URL="memory://", REQUEST_BODY_TIMEOUT_SECONDS="1")
+    server_end, client_end = socket.socketpair()
+    environ = EnvironBuilder(path="/v1/games", method="POST", content_type="application/json").get_environ()
+    environ.update({"CONTENT_LENGTH": "50", "wsgi.input": server_end.makefile("rb"), "werkzeug.socket": server_end})
     if offered is not None:
         environ["HTTP_X_REQUEST_ID"] = offered
-    body = _timed_out(environ, lambda status, headers: sent.update(status=status, headers=dict(headers)), 10)
-    assert sent["status"] == "408 Request Timeout" and b"request_timeout" in b"".join(body)
+    sent = {}
+    with server_end, client_end:
+        client_end.sendall(b'{"var')
+        body = b"".join(app(environ, lambda status, headers, exc_info=None: sent.update(status=status,
+                                                                                          headers=dict(headers))))
+    assert sent["status"] == "408 REQUEST TIMEOUT" and json.loads(body)["code"] == "request_timeout"
     assert sent["headers"]["X-Content-Type-Options"] == "nosniff"
     assert sent["headers"]["Referrer-Policy"] == "no-referrer"
     assert directives(sent["headers"]["Content-Security-Policy"])["frame-ancestors"] == ["'none'"]

@@ -33,7 +33,7 @@ TIMINGS = ["--lease-seconds", "2", "--poll-seconds", "0.1", "--block-seconds", "
 def ginrummy() -> str:
     beside = Path(sys.executable).parent / "ginrummy"
     if not beside.is_file():
-        pytest.fail("the ginrummy command is not installed in this venv (pip install -e '.[test]')")
+        pytest.fail("the ginrummy command is not installed in this venv (pip install -c requirements-test.lock -e '.[test]')")
     return str(beside)
 
 

@@ -1,13 +1,16 @@
 """The events' schemas, derived from the engine's registry (``rules.EVENT_TYPES``): one schema
-per event type, and ``Event``, a ``oneOf`` of them with a discriminator on ``type``.
+per event type; ``KnownEvent``, a ``oneOf`` of them with a discriminator on ``type``; and
+``Event``, either a known event or ``OtherEvent``.
 
 Each schema holds the fields every event has (``seq``, ``type``, ``seat``, ``hand``, ``turn``,
 ``bot``), then its type's public fields (always present; a field that is also secret is null
 for the viewers who may not see it), then its secret-only fields (present only for the seats
 that may see them). ``type`` is a one-value enum per schema, so exactly one schema of the
 ``oneOf`` accepts an event, and a client that tries the schemas in turn picks the right one.
-``OtherEvent``, last, accepts only types not listed, so that such a client parses an event of
-a type added later instead of failing on the page that holds it.
+``OtherEvent`` accepts only types not listed, so that such a client parses an event of a type
+added later instead of failing on the page that holds it. It stands outside the discriminated
+union: there, a generator would give it the discriminator value its name implies (TypeScript
+typed its ``type`` as the literal ``"OtherEvent"``), where a later type is any other string.
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ from service.rules import EVENT_TYPES, EventType
 from service.rules.events import EventSpec, Field, Kind
 
 EVENT = "Event"
+KNOWN_EVENT = "KnownEvent"
 OTHER_EVENT = "OtherEvent"
 LAYOFF_ITEM = "LayoffItem"
 SUGGESTED_ACTION = "SuggestedAction"
@@ -110,17 +114,21 @@ def other_event_schema() -> dict:
 
 
 def event_components() -> dict[str, dict]:
-    """Every event type's schema, OtherEvent, and ``Event``, the union of them."""
+    """Every event type's schema, KnownEvent (the union of them), OtherEvent, and ``Event``."""
     components = {schema_name(kind): event_schema(spec) for kind, spec in EVENT_TYPES.items()}
+    components[KNOWN_EVENT] = {
+        "description": "An event of a type this version of the API lists, with the fields of its `type`",
+        "oneOf": [schema_ref(schema_name(kind)) for kind in EVENT_TYPES],
+        "discriminator": {
+            "propertyName": "type",
+            "mapping": {kind.value: schema_ref(schema_name(kind))["$ref"] for kind in EVENT_TYPES},
+        },
+    }
     components[OTHER_EVENT] = other_event_schema()
     components[EVENT] = {
         "description": "One thing that happened, with the fields of its `type` (redacted for the viewer). "
                        "New types may be added: clients should skip events of a `type` they do not know "
                        "(`OtherEvent`).",
-        "oneOf": [*(schema_ref(schema_name(kind)) for kind in EVENT_TYPES), schema_ref(OTHER_EVENT)],
-        "discriminator": {
-            "propertyName": "type",
-            "mapping": {kind.value: schema_ref(schema_name(kind))["$ref"] for kind in EVENT_TYPES},
-        },
+        "oneOf": [schema_ref(KNOWN_EVENT), schema_ref(OTHER_EVENT)],
     }
     return components

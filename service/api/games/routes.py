@@ -13,6 +13,7 @@ from werkzeug.http import parse_etags
 from service import rules
 from service.api.context import current
 from service.api.credentials import api_key_owner, optional_token, required_api_key_owner, required_token
+from service.api.fields import holds_cards
 from service.api.games.schemas import (
     CREATE_GAME_REQUEST_DOC,
     GAME_ID_PARAMETER,
@@ -67,14 +68,15 @@ LOCATION = {
 # Reading a game or its events declares no security of its own: the document's root default
 # (an optional player token, see service/api/openapi.py) applies.
 
+# What any operation on one game may answer; one that reads a query or headers adds 422.
 READ_PROBLEMS = {
     401: ["unauthorized"],
     404: ["game_not_found"],
     410: ["game_expired"],
-    422: ["invalid_request"],
     429: ["rate_limited"],
     503: ["store_unavailable"],
 }
+INVALID_INPUT = {422: ["invalid_request"]}
 TURN_CONFLICTS = ["not_your_turn", "wrong_phase", "game_finished", "conflict"]
 WRITE_UNAVAILABLE = ["store_unavailable", "store_full"]
 
@@ -87,7 +89,7 @@ def _links(game_id: str, operations: Iterable[str]) -> dict:
     }
 
 
-GAME_OPERATIONS = ("getGame", "draw", "pass", "discard", "knock", "layoff", "advise", "resign", "listEvents",
+GAME_OPERATIONS = ("getGame", "draw", "pass", "discard", "knock", "layoff", "dryRunLayoff", "advise", "resign", "listEvents",
                    "getHint")
 
 
@@ -208,7 +210,7 @@ class Game(MethodView):
     @blp.arguments(ViewHeadersSchema(), location="headers")
     @blp.response(200, GameViewSchema, headers=ETAG)
     @blp.alt_response(304, description="Not modified: the game is still at the version of If-None-Match", headers=ETAG)
-    @documents_problems(blp, READ_PROBLEMS)
+    @documents_problems(blp, {**READ_PROBLEMS, **INVALID_INPUT})
     def get(self, headers, game_id):
         """Read a match
 
@@ -228,7 +230,7 @@ class Events(MethodView):
     @blp.doc(operationId="listEvents")
     @blp.arguments(EventsQuerySchema(), location="query")
     @blp.response(200, EventPageSchema)
-    @documents_problems(blp, {**READ_PROBLEMS, 503: ["store_unavailable", "long_poll_capacity"]})
+    @documents_problems(blp, {**READ_PROBLEMS, **INVALID_INPUT, 503: ["store_unavailable", "long_poll_capacity"]})
     def get(self, query, game_id):
         """Follow a match
 
@@ -301,7 +303,8 @@ class SeatToken(MethodView):
     @_checked_first(_required_owner)
     @blp.doc(operationId="reissueToken", security=API_KEY_ONLY)
     @blp.response(200, NewTokenSchema)
-    @documents_problems(blp, {**READ_PROBLEMS, 403: ["forbidden"], 409: ["conflict"], 503: WRITE_UNAVAILABLE})
+    @documents_problems(blp, {**READ_PROBLEMS, **INVALID_INPUT, 403: ["forbidden"], 409: ["conflict"],
+                              503: WRITE_UNAVAILABLE})
     def post(self, game_id, seat):
         """Replace a seat's token
 
@@ -367,7 +370,7 @@ ACTIONS = [
         "The defender lays down melds and lays off cards on the knocker's melds (not against "
         "gin, unless `layoff_on_gin`). An empty body lets the engine choose the arrangement "
         "with the least deadwood. Scores the hand and deals the next one unless the match is over. "
-        "With `?dry_run=true` nothing is applied: the answer says what the lay-down would leave.",
+        "To check a lay-down without applying it, use `dryRunLayoff`.",
         TURN_CONFLICTS + ["card_not_in_hand", "invalid_melds", "invalid_layoff"],
         {"melds": [["9h", "9s", "9d"]], "layoffs": [{"card": "4s", "meld": 0}]}, body_required=False,
         query=LayoffQuerySchema,
@@ -413,18 +416,13 @@ def _action_view(endpoint: ActionEndpoint) -> Callable:
             412: ["version_mismatch"],
             413: ["payload_too_large"],
             415: ["unsupported_media_type"],
-            422: ["invalid_request", "invalid_card", "idempotency_key_reused"],
+            422: ["invalid_request", *(["invalid_card"] if holds_cards(endpoint.schema) else []),
+                  "idempotency_key_reused"],
             429: ["rate_limited"],
             503: WRITE_UNAVAILABLE,
         },
     )(act)
-    if endpoint.query is LayoffQuerySchema:
-        # Documented as either body: generators try each in turn (exactly one fits a body).
-        documented = blp.response(200, {"oneOf": [GameViewSchema, DryRunLayoffSchema]}, headers=ETAG,
-                                  description="Your new view; with `dry_run=true`, what the lay-down would leave "
-                                              "(nothing applied, no ETag)")(documented)
-    else:
-        documented = blp.response(200, GameViewSchema, headers=ETAG, description="Your new view")(documented)
+    documented = blp.response(200, GameViewSchema, headers=ETAG, description="Your new view")(documented)
     documented = blp.arguments(endpoint.schema(), required=endpoint.body_required, example=endpoint.example)(documented)
     documented = blp.arguments(ActionHeadersSchema(), location="headers")(documented)
     if endpoint.query is not None:
@@ -435,6 +433,37 @@ def _action_view(endpoint: ActionEndpoint) -> Callable:
         responses={200: {"links": _links("$response.body#/id", GAME_OPERATIONS)}},
     ), documented)
     return _checked_first(lambda: required_token(request))(documented)
+
+
+@blp.route("/<game_id>/layoff/dry-run", endpoint="layoff_dry_run", parameters=[GAME_ID_PARAMETER])
+class LayoffDryRun(MethodView):
+    @_checked_first(lambda: required_token(request))
+    @blp.doc(operationId="dryRunLayoff", security=PLAYER_ONLY)
+    @blp.arguments(LayoffRequestSchema(), required=False, example={"melds": [["9h", "9s", "9d"]],
+                                                                  "layoffs": [{"card": "4s", "meld": 0}]})
+    @blp.response(200, DryRunLayoffSchema, description="What the lay-down would leave (nothing applied)")
+    @documents_problems(blp, {
+        400: ["invalid_request"],
+        401: ["unauthorized"],
+        403: ["forbidden"],
+        404: ["game_not_found"],
+        409: TURN_CONFLICTS + ["card_not_in_hand", "invalid_melds", "invalid_layoff"],
+        410: ["game_expired"],
+        413: ["payload_too_large"],
+        415: ["unsupported_media_type"],
+        422: ["invalid_request", "invalid_card"],
+        429: ["rate_limited"],
+        # A deadline that passed is settled (and saved) first, as by every read.
+        503: WRITE_UNAVAILABLE,
+    })
+    def post(self, action, game_id):
+        """Check a lay-down
+
+        What the defender's lay-down would leave (melds, lay-offs, deadwood, who would score
+        how much), with nothing applied: no version change, no event. A lay-down that `layoff`
+        would refuse is refused the same way. The same body as `layoff`.
+        """
+        return _json(current().games.dry_run_layoff(game_id, required_token(request), action))
 
 
 for _endpoint in ACTIONS:

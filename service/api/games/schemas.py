@@ -233,7 +233,9 @@ AdviceRequestSchema = _action_schema(rules.ActionType.ADVICE, {
 class LayoffQuerySchema(ma.Schema):
     dry_run = F.Boolean(
         load_default=False, truthy={"true"}, falsy={"false"},
-        metadata=doc("`true`: check the lay-down and answer what it would leave, without applying it", False),
+        metadata={**doc("Deprecated: use `dryRunLayoff` (`POST .../layoff/dry-run`), whose answer is typed. "
+                        "`true` answers what the lay-down would leave (a `DryRunLayoff`, not the view), "
+                        "without applying it", False), "deprecated": True},
     )
 
 
