@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from service.api.security_headers import DATA_POLICY, DOCS_POLICY
+from service.middleware.security_headers import DATA_POLICY, DOCS_POLICY
 from tests.api.support import Table
 from tests.api.test_errors import assert_problem
 
