@@ -116,7 +116,13 @@ class RedisFeed(Feed):
     def _oldest_needed(self, key: str) -> str | None:
         """The smallest id any group still needs; None when nothing can be dropped yet."""
         oldest: tuple[int, int] | None = None
-        for info in self._client.xinfo_groups(key):
+        try:
+            groups = self._client.xinfo_groups(key)
+        except ResponseError as error:
+            if "no such key" not in str(error):
+                raise
+            return None  # no group made it yet, nor any save wrote to it: nothing to drop
+        for info in groups:
             if info.get("pending"):
                 summary = self._client.xpending(key, info["name"])
                 candidate = _parsed(summary["min"])
