@@ -123,12 +123,13 @@ class RedisFeed(Feed):
                 raise
             return None  # no group made it yet, nor any save wrote to it: nothing to drop
         for info in groups:
+            last = _parsed(info["last-delivered-id"])
+            candidate = (last[0], last[1] + 1)
             if info.get("pending"):
-                summary = self._client.xpending(key, info["name"])
-                candidate = _parsed(summary["min"])
-            else:
-                last = _parsed(info["last-delivered-id"])
-                candidate = (last[0], last[1] + 1)
+                # None when its readers acknowledged them all since XINFO: the last delivered then.
+                first_pending = self._client.xpending(key, info["name"])["min"]
+                if first_pending is not None:
+                    candidate = _parsed(first_pending)
             oldest = candidate if oldest is None else min(oldest, candidate)
         if oldest is None or oldest == (0, 1):
             return None
