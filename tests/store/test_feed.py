@@ -263,3 +263,32 @@ def test_trimming_copes_with_entries_acknowledged_while_it_looks(areas: Areas, b
     racing = RedisFeed(AckedMeanwhile(areas.games.client, lambda: areas.feed.ack("ratings", reads)), backend[1])
     assert racing.trim(("ratings",)) == len(written)
     assert read_all(areas.feed, "late", "l") == []
+
+
+class Recording:
+    """A client that notes the BLOCK of every XREADGROUP it sends."""
+
+    def __init__(self, client) -> None:
+        self._client = client
+        self.blocks: list[int | None] = []
+
+    def __getattr__(self, name):
+        return getattr(self._client, name)
+
+    def xreadgroup(self, *args, block=None, **kwargs):
+        self.blocks.append(block)
+        return self._client.xreadgroup(*args, block=block, **kwargs)
+
+
+@pytest.mark.parametrize("backend", ["redis"], indirect=True)
+def test_a_read_that_may_not_wait_does_not_block(areas: Areas, backend):
+    """Redis answers a blocking read that found nothing at its next timer tick (up to 100 ms at
+    its default hz), however short the BLOCK: a read of every shard of a cluster, one by one,
+    took over a second when nothing was new."""
+    client = Recording(areas.games.client)
+    feed = RedisFeed(client, backend[1])
+    append(feed, entries(1))
+    assert len(feed.read("ratings", "r", 10, 0, None)) == 1
+    assert feed.read("ratings", "r", 10, 0, None) == []
+    assert feed.read("ratings", "r", 10, 0.05, None) == []
+    assert client.blocks == [None, None, 50]
