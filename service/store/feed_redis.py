@@ -57,9 +57,11 @@ class RedisFeed(Feed):
         with store_errors():
             self._ensure(group, shards)
             streams = {self._keys[shard]: ">" for shard in shards}
+            # BLOCK 0 would wait for ever, and any BLOCK until Redis' next timer tick (up to
+            # 100 ms): a read that may not wait has none.
+            block = max(int(block_seconds * 1000), 1) if block_seconds > 0 else None
             try:
-                answer = self._client.xreadgroup(group, consumer, streams, count=count,
-                                                 block=max(int(block_seconds * 1000), 1))
+                answer = self._client.xreadgroup(group, consumer, streams, count=count, block=block)
             except ResponseError as error:
                 if "NOGROUP" not in str(error):
                     raise
