@@ -176,6 +176,8 @@ class Runner:
                     next_trim = time.monotonic() + self.settings.trim_seconds
             except StoreError:
                 continue
+            except Exception:  # noqa: BLE001 - ended, the loop would leave dead readers' entries for good
+                logger.exception("feed maintenance failed")
 
     # --- timers ---------------------------------------------------------------------------
 
