@@ -20,6 +20,7 @@ from werkzeug.serving import run_simple
 
 from service.api.docs.routes import openapi_text
 from service.app import create_app
+from service.background.runner import RunnerSettings
 from service.background.setup import background_runner
 from service.store.areas import redis_areas
 from service.games.setup import game_service
@@ -59,6 +60,8 @@ def main(argv: list[str] | None = None) -> int:
 
 # WorkerSettings fields a command line may shorten (tests); unset ones keep their defaults.
 WORKER_TIMINGS = ("lease_seconds", "poll_seconds", "block_seconds", "backoff_base_seconds", "backoff_cap_seconds")
+# Those that the background runner beside the deliveries takes too (RunnerSettings).
+RUNNER_TIMINGS = ("lease_seconds", "poll_seconds", "block_seconds")
 
 
 def run_serve_command(args: argparse.Namespace) -> int:
@@ -87,7 +90,8 @@ def run_worker_command(args: argparse.Namespace) -> int:
         games = game_service(config, store)
 
         def background(client):
-            return background_runner(config, games, redis_areas(store, client, config.key_prefix))
+            settings = RunnerSettings(**{name: timings[name] for name in RUNNER_TIMINGS if name in timings})
+            return background_runner(config, games, redis_areas(store, client, config.key_prefix), settings)
 
         return run_worker(config, games.settle, host=args.host, background=background, **timings)
     except (ConfigError, ValueError, OSError) as error:
