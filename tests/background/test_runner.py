@@ -161,7 +161,7 @@ def test_an_entry_that_failed_is_applied_again_after_the_lease_and_then_trimmed(
 def _kept(areas: Areas) -> list:
     """What a group starting now would still read."""
     return [read for shards in areas.feed.reader_shards()
-            for read in areas.feed.read("audit", "a", 100, 0.001, shards)]
+            for read in areas.feed.read("audit", "a", 100, 0, shards)]
 
 
 def test_run_once_does_everything_due_on_the_calling_thread(areas: Areas):
@@ -215,7 +215,7 @@ def test_the_take_over_loop_outlives_an_unexpected_error(areas: Areas, runners):
     recorder = Recorder()
     append(areas, feed_entries(4))
     held = [read for shards in areas.feed.reader_shards()
-            for read in areas.feed.read("ratings", "dies", 100, 0.001, shards)]
+            for read in areas.feed.read("ratings", "dies", 100, 0, shards)]
     assert len(held) == 4  # read by a reader that dies
     feed = TrimFailsOnce(areas.feed)
     runners("heir", consumers=[recorder.consumer("heir")], feed=feed)

@@ -64,7 +64,7 @@ class Rated:
 
     def read_feed(self) -> list[Read]:
         for shards in self.feed.reader_shards():
-            self.feed_reads += self.feed.read("audit", "auditor", 1000, 0.001, shards)
+            self.feed_reads += self.feed.read("audit", "auditor", 1000, 0, shards)
         return self.feed_reads
 
     def start(self, hub: str, opponent: str):

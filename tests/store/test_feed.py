@@ -19,10 +19,8 @@ from tests.api.sessions import Session
 from tests.api.support import API_KEY, store_of
 from tests.e2e.webhook_stack import expected_webhooks
 
-# Seconds after which a reader counts as dead in these tests: longer than a round of reads of
-# every shard of a cluster takes (an empty read blocks until Redis' next timer tick).
-IDLE = 3.0
-WAIT = 0.001  # seconds a read may block: the entries are there already, or none will come
+IDLE = 1.5  # seconds after which a reader counts as dead in these tests
+WAIT = 0  # seconds a read may block: the entries are there already, or none will come
 
 
 def entries(count: int, first: int = 0) -> list[FeedEntry]:
