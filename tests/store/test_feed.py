@@ -225,11 +225,18 @@ def check_the_notices_of_a_match(app, areas: Areas, embedded: bool) -> None:
 def test_a_match_created_without_an_api_key_feeds_nothing(backend):
     url, prefix = backend
     app = build_app(REDIS_URL=url, KEY_PREFIX=prefix, ALLOW_ANONYMOUS_CREATE="true")
+    if BACKGROUND_EXTENSION in app.extensions:
+        app.extensions[BACKGROUND_EXTENSION].stop()
     try:
-        response = app.test_client().post("/v1/games", headers={"X-API-Key": None},
-                                          json={"variant": "classic", "players": [{"name": "A"}, {"name": "B"}]})
-        assert response.status_code == 201
-        assert read_all(areas_of(store_of(app), prefix).feed, "audit", "a") == []
+        client = app.test_client()
+        created = {}
+        for key in (None, API_KEY):
+            response = client.post("/v1/games", headers={"X-API-Key": key},
+                                   json={"variant": "classic", "players": [{"name": "A"}, {"name": "B"}]})
+            assert response.status_code == 201
+            created[key] = response.get_json()["game"]["id"]
+        seen = read_all(areas_of(store_of(app), prefix).feed, "audit", "a")
+        assert {read.entry.subject for read in seen} == {created[API_KEY]}  # its first turn
     finally:
         store_of(app).close()
 
