@@ -7,10 +7,12 @@ import threading
 import time
 
 import pytest
+import redis
 
 from service import ids
 from service.app import BACKGROUND_EXTENSION
 from service.store.areas import Areas, areas_of
+from service.store.base import StoreError
 from service.store.feed import Feed, FeedEntry, Read
 from service.store.feed_redis import RedisFeed, feed_key
 from service.tokens import key_id
@@ -297,3 +299,25 @@ def test_a_read_that_may_not_wait_does_not_block(areas: Areas, backend):
     assert feed.read("ratings", "r", 10, 0, None) == []
     assert feed.read("ratings", "r", 10, 0.05, None) == []
     assert client.blocks == [None, None, 50]
+
+
+class AckRefused:
+    """A client whose XACK fails as a connection that broke would."""
+
+    def __init__(self, client) -> None:
+        self._client = client
+
+    def __getattr__(self, name):
+        return getattr(self._client, name)
+
+    def xack(self, *args):
+        raise redis.ConnectionError("the connection broke")
+
+
+@pytest.mark.parametrize("backend", ["redis"], indirect=True)
+def test_a_failure_while_skipping_a_malformed_entry_is_a_store_error(areas: Areas, backend):
+    """What a reader's loop expects of a failing store (it goes on after a StoreError): never
+    a redis-py error of its own."""
+    areas.games.client.xadd(feed_key(backend[1], 4), {"id": "no-other-field"})
+    with pytest.raises(StoreError):
+        RedisFeed(AckRefused(areas.games.client), backend[1]).read("ratings", "r", 10, 0, None)
