@@ -67,9 +67,9 @@ class RedisFeed(Feed):
                     raise
                 self._ready.difference_update((group, shard) for shard in shards)
                 return []
-        streams_read = answer.items() if isinstance(answer, dict) else (answer or [])
-        return [read for stream, found in streams_read
-                for read in self._reads(group, self._shard_of[stream], found)]
+            streams_read = answer.items() if isinstance(answer, dict) else (answer or [])
+            return [read for stream, found in streams_read
+                    for read in self._reads(group, self._shard_of[stream], found)]
 
     def ack(self, group: str, reads: list[Read]) -> None:
         if not reads:
