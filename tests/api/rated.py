@@ -22,7 +22,7 @@ from service.store.areas import redis_areas
 from service.store.feed import FeedEntry
 from service.store.redis_client import client_from_url
 from service.webhooks.process import redis_options
-from tests.api.support import API_KEY
+from tests.api.support import API_KEY, SpecChecker
 from tests.ratings.reference import Ledger
 
 KEY_A = API_KEY
@@ -154,9 +154,13 @@ class Reads:
 
     def __init__(self, client: FlaskClient, ledger: Ledger, key: str | None, scope: str) -> None:
         self.client, self.ledger, self.key, self.scope = client, ledger, key, scope
+        self.spec = SpecChecker(client.application)
 
     def get(self, path: str, **query):
-        return self.client.get(path, headers={"X-API-Key": self.key} if self.key else {}, query_string=query)
+        """The answer, checked against the app's own OpenAPI document."""
+        response = self.client.get(path, headers={"X-API-Key": self.key} if self.key else {}, query_string=query)
+        self.spec.check("GET", path, response)
+        return response
 
     def ok(self, path: str, **query) -> dict:
         response = self.get(path, **query)

@@ -59,6 +59,7 @@ class Sequence:
 
     def checked(self, key: str, game_id: str, ended: float) -> dict:
         view = rated_view(self.client, game_id, ended)
+        self.reads[key].spec.check("GET", f"/v1/games/{game_id}", self.client.get(f"/v1/games/{game_id}"))
         expected = self.ledger.rate(self.scopes[key], view)
         found = view["result"]["rating_changes"]
         assert [change["seat"] for change in found] == [change["seat"] for change in expected]
