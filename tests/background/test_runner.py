@@ -13,8 +13,10 @@ import pytest
 
 from service import ids
 from service.background.runner import Runner, RunnerSettings
-from service.store.areas import Areas
+from service.store.areas import Areas, redis_areas
 from service.store.feed import FeedEntry
+from service.store.redis_client import client_from_url
+from service.webhooks.process import redis_options
 
 LEASE = 2.0
 QUICK = RunnerSettings(batch=8, block_seconds=0.2, lease_seconds=LEASE, poll_seconds=0.02, trim_seconds=0.5)
@@ -59,13 +61,20 @@ class Recorder:
 
 
 @pytest.fixture
-def runners(areas: Areas) -> Iterator[Callable[..., Runner]]:
+def runners(areas: Areas, backend: tuple[str, str]) -> Iterator[Callable[..., Runner]]:
     """Start runners on ``areas``: ``runners(name, consumers, handlers, settings, feed)``; all
-    are stopped at the end."""
+    are stopped at the end. On Redis each has a client of its own, as each worker process has
+    (the store's pool is sized for requests, not for a worker's blocking readers)."""
+    url, prefix = backend
     started: list[Runner] = []
+    clients = []
 
     def start(name: str, consumers=(), handlers=None, settings: RunnerSettings = QUICK, feed=None) -> Runner:
-        runner = Runner(feed or areas.feed, areas.timers, list(consumers), handlers or {}, settings, name=name).start()
+        own = areas
+        if url != "memory://":
+            clients.append(client_from_url(url, **redis_options(settings.block_seconds)))
+            own = redis_areas(areas.games, clients[-1], prefix)
+        runner = Runner(feed or own.feed, own.timers, list(consumers), handlers or {}, settings, name=name).start()
         started.append(runner)
         return runner
 
@@ -74,6 +83,8 @@ def runners(areas: Areas) -> Iterator[Callable[..., Runner]]:
         runner.stop()
     for runner in started:
         assert runner.join(10), "a runner's loops did not end"
+    for client in clients:
+        client.close()
 
 
 def test_several_runners_fire_each_timer_once(areas: Areas, runners):
