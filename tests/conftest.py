@@ -1,5 +1,5 @@
-"""Fixtures shared by every test package: the shared Redis, a private key prefix, and the
-``exclusive`` marker."""
+"""Fixtures shared by every test package: the shared Redis, a private key prefix, a private
+Redis Cluster, the stores' areas on each backend, and the ``exclusive`` marker."""
 from __future__ import annotations
 
 import fcntl
@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 import redis
 
+from service.store import store_from_url
+from service.store.areas import Areas, areas_of
 from tests.redis_servers import RedisClusterServers, RedisServer, redis_server_binary, unavailable
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -68,6 +70,25 @@ def redis_cluster_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]
     cluster = RedisClusterServers(tmp_path_factory.mktemp("redis-cluster")).start()
     yield cluster.url
     cluster.stop()
+
+
+@pytest.fixture(params=["memory", "redis", "redis-cluster"])
+def backend(request: pytest.FixtureRequest) -> tuple[str, str]:
+    """(store URL, key prefix) of each kind; the prefix is this test's alone: the feed, the
+    timers and the ratings are shared by every game of a prefix, unlike a game's own keys."""
+    if request.param == "memory":
+        return "memory://", ""
+    prefix = f"{request.getfixturevalue('key_prefix')}areas-{uuid.uuid4().hex[:8]}:"
+    return request.getfixturevalue("redis_url" if request.param == "redis" else "redis_cluster_url"), prefix
+
+
+@pytest.fixture
+def areas(backend: tuple[str, str]) -> Iterator[Areas]:
+    """The feed, timers and ratings over a store of ``backend``."""
+    url, prefix = backend
+    built = store_from_url(url, prefix=prefix)
+    yield areas_of(built, prefix)
+    built.close()
 
 
 @pytest.hookimpl(wrapper=True)

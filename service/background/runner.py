@@ -117,12 +117,14 @@ class Runner:
         thread.start()
 
     def run_once(self) -> None:
-        """Everything there is to do now, on the calling thread: every consumer's new entries,
-        the due timers, the trimming (the embedded store's loop, service/background/in_process.py)."""
+        """Everything there is to do now, on the calling thread: every consumer's new entries
+        and those it failed to apply longer than the lease ago, the due timers, the trimming
+        (the embedded store's loop, service/background/in_process.py)."""
         for consumer in self.consumers:
             for shards in self.feed.reader_shards():
                 while reads := self.feed.read(consumer.group, self.name, self.settings.batch, 0, shards):
                     self._apply(consumer, reads)
+            self._apply_stale(consumer)
         while claimed := self._claim_timers():
             for timer in claimed:
                 self._fire(timer)
@@ -156,20 +158,26 @@ class Runner:
         except StoreError:
             pass  # applied and not acknowledged: read again after the lease, and applied as a no-op
 
+    def _apply_stale(self, consumer: Consumer) -> None:
+        """Take over and apply the entries left pending longer than the lease (their reader
+        died, or failed to apply them)."""
+        stale = self.feed.claim_stale(consumer.group, self.name, self.settings.lease_seconds, self.settings.batch)
+        self._apply(consumer, stale)
+
     def _maintenance_loop(self) -> None:
         interval = min(self.settings.lease_seconds / 4, self.settings.trim_seconds)
         next_trim = 0.0
         while not self._stopping.wait(interval):
             try:
                 for consumer in self.consumers:
-                    stale = self.feed.claim_stale(consumer.group, self.name, self.settings.lease_seconds,
-                                                  self.settings.batch)
-                    self._apply(consumer, stale)
+                    self._apply_stale(consumer)
                 if time.monotonic() >= next_trim:
                     self.feed.trim(self.groups)
                     next_trim = time.monotonic() + self.settings.trim_seconds
             except StoreError:
                 continue
+            except Exception:  # noqa: BLE001 - ended, the loop would leave dead readers' entries for good
+                logger.exception("feed maintenance failed")
 
     # --- timers ---------------------------------------------------------------------------
 

@@ -11,7 +11,7 @@ from functools import cached_property
 from redis import Redis
 from redis.cluster import RedisCluster
 
-from service.store.base import GameStore
+from service.store.base import GameStore, StoreError
 from service.store.feed import Feed
 from service.store.feed_memory import MemoryFeed
 from service.store.feed_redis import RedisFeed
@@ -90,9 +90,16 @@ def areas_of(games: GameStore, prefix: str, retention_seconds: int = DEFAULT_RET
     # Asked of the store's attributes, so that a store wrapped by another (tests) is recognised.
     if isinstance(getattr(games, "feed", None), MemoryFeed):
         return MemoryAreas(games)
-    if hasattr(games, "client"):
+    if _has_client(games):
         return RedisAreas(games, lambda: games.client, prefix, retention_seconds)
     raise ValueError(f"no other stores beside a {type(games).__name__}")
+
+
+def _has_client(games: GameStore) -> bool:
+    try:
+        return hasattr(games, "client")
+    except StoreError:
+        return True  # a Redis store whose client cannot be built yet (a cluster that is away)
 
 
 def redis_areas(games: GameStore, client: Redis | RedisCluster, prefix: str,

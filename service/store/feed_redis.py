@@ -57,17 +57,19 @@ class RedisFeed(Feed):
         with store_errors():
             self._ensure(group, shards)
             streams = {self._keys[shard]: ">" for shard in shards}
+            # BLOCK 0 would wait for ever, and any BLOCK until Redis' next timer tick (up to
+            # 100 ms): a read that may not wait has none.
+            block = max(int(block_seconds * 1000), 1) if block_seconds > 0 else None
             try:
-                answer = self._client.xreadgroup(group, consumer, streams, count=count,
-                                                 block=max(int(block_seconds * 1000), 1))
+                answer = self._client.xreadgroup(group, consumer, streams, count=count, block=block)
             except ResponseError as error:
                 if "NOGROUP" not in str(error):
                     raise
                 self._ready.difference_update((group, shard) for shard in shards)
                 return []
-        streams_read = answer.items() if isinstance(answer, dict) else (answer or [])
-        return [read for stream, found in streams_read
-                for read in self._reads(group, self._shard_of[stream], found)]
+            streams_read = answer.items() if isinstance(answer, dict) else (answer or [])
+            return [read for stream, found in streams_read
+                    for read in self._reads(group, self._shard_of[stream], found)]
 
     def ack(self, group: str, reads: list[Read]) -> None:
         if not reads:
@@ -109,19 +111,27 @@ class RedisFeed(Feed):
                 self._ensure_all(groups, shard)
                 needed = self._oldest_needed(key)
                 if needed is not None:
-                    dropped += self._client.xtrim(key, minid=needed)
+                    # Exact: trimmed with "~", Redis drops only whole nodes (100 entries) of a stream.
+                    dropped += self._client.xtrim(key, minid=needed, approximate=False)
         return dropped
 
     def _oldest_needed(self, key: str) -> str | None:
         """The smallest id any group still needs; None when nothing can be dropped yet."""
         oldest: tuple[int, int] | None = None
-        for info in self._client.xinfo_groups(key):
+        try:
+            groups = self._client.xinfo_groups(key)
+        except ResponseError as error:
+            if "no such key" not in str(error):
+                raise
+            return None  # no group made it yet, nor any save wrote to it: nothing to drop
+        for info in groups:
+            last = _parsed(info["last-delivered-id"])
+            candidate = (last[0], last[1] + 1)
             if info.get("pending"):
-                summary = self._client.xpending(key, info["name"])
-                candidate = _parsed(summary["min"])
-            else:
-                last = _parsed(info["last-delivered-id"])
-                candidate = (last[0], last[1] + 1)
+                # None when its readers acknowledged them all since XINFO: the last delivered then.
+                first_pending = self._client.xpending(key, info["name"])["min"]
+                if first_pending is not None:
+                    candidate = _parsed(first_pending)
             oldest = candidate if oldest is None else min(oldest, candidate)
         if oldest is None or oldest == (0, 1):
             return None

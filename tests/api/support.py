@@ -175,4 +175,10 @@ def _template(path: str) -> str:
     parts = path.split("/")
     if len(parts) > 3 and parts[1:3] == ["v1", "games"]:
         parts[3] = "{game_id}"
+    if len(parts) > 3 and parts[1:3] == ["v1", "players"]:
+        parts[3] = "{external_id}"
+        if len(parts) > 5 and parts[4] == "ratings":
+            parts[5] = "{variant}"
+    if len(parts) == 4 and parts[1:3] == ["v1", "leaderboards"]:
+        parts[3] = "{variant}"
     return "/".join(parts)

@@ -7,9 +7,9 @@ from collections.abc import Iterator
 import pytest
 
 from tests.api.conftest import build_app
-from tests.api.support import Table, seat_to_act, store_of
+from tests.api.support import API_KEY, Table, seat_to_act, store_of
 from tests.api.test_errors import assert_problem
-from tests.redis_servers import RedisServer
+from tests.redis_servers import RedisServer, free_port
 
 
 @pytest.fixture
@@ -51,3 +51,15 @@ def test_store_outage_is_503_and_changes_nothing(private_redis, outage):
     assert table.snapshot() == before
     assert table.act(seat, "pass").status_code == 200
     store_of(app).close()
+
+
+def test_the_service_starts_while_its_cluster_is_away_and_says_so():
+    """A cluster client needs the cluster's layout at once: the service starts anyway (not
+    ready), its areas (ratings, feed, timers) built at their first use, and answers 503."""
+    app = build_app(REDIS_URL=f"redis+cluster://127.0.0.1:{free_port()}", KEY_PREFIX="away:")
+    client = app.test_client()
+    assert client.get("/healthz").status_code == 200
+    for response in (client.get("/readyz"), client.get("/v1/leaderboards/classic", headers={"X-API-Key": API_KEY}),
+                     client.get("/v1/players/ann/ratings", headers={"X-API-Key": API_KEY})):
+        assert_problem(response, 503, "store_unavailable")
+        assert response.headers["Retry-After"] == "1"

@@ -203,14 +203,15 @@ def check_deliveries(received: list[Received], expected: list[Expected], game_vi
         first = by_id.setdefault(delivery.webhook_id, delivery)
         assert first.body == delivery.body, f"{delivery.webhook_id}: delivered again with another body"
     assert sorted(by_id) == sorted(e.webhook_id for e in expected)
-    people_fields = [{"seat": p["seat"], "name": p["name"], "bot": p["bot"], "external_id": p["external_id"],
-                      "metadata": p["metadata"]} for p in game_view["players"]]
+    people_fields = [{"seat": p["seat"], "name": p["name"], "bot": p["bot"], "level": p["level"],
+                      "external_id": p["external_id"], "metadata": p["metadata"]} for p in game_view["players"]]
     for want in expected:
         payload = by_id[want.webhook_id].payload
         assert payload["type"] == want.type
         data = payload["data"]
         assert data["game_id"] == game_view["id"] and data["version"] == want.version, want
         assert data["metadata"] == game_view["metadata"] and data["players"] == people_fields
+        assert (data["variant"], data["rated"]) == (game_view["variant"], game_view["rated"])
         for name, value in want.data.items():
             assert data[name] == value, (want.webhook_id, name, data[name], value)
         body = by_id[want.webhook_id].body

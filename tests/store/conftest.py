@@ -1,6 +1,7 @@
 """Store fixtures: ``store`` runs each contract test on every implementation.
 
 Select one backend with ``-k memory``, ``-k "redis and not cluster"`` or ``-k redis-cluster``.
+``areas`` (tests/conftest.py) does the same for the feed, the timers and the ratings.
 """
 from __future__ import annotations
 
