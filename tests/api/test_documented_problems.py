@@ -62,6 +62,9 @@ def documented(document: dict, operation: dict) -> set[tuple[int, str]]:
     return listed
 
 
+CONSTRAINTS = {"enum", "maxLength", "minLength", "pattern", "minimum", "maximum"}
+
+
 def body_schema(document: dict, operation: dict) -> dict | None:
     body = operation.get("requestBody")
     if body is None:
@@ -98,7 +101,9 @@ def derived(document: dict, path: str, operation: dict) -> dict[tuple[int, str],
     body = body_schema(document, operation)
     fields = top_level_fields(document, body or {})
     headers = {parameter["name"] for parameter in parameters(operation, "header")}
-    validated_path = [p for p in parameters(operation, "path") if p["name"] != "game_id"]
+    # A path value is checked only where its schema constrains it (an enum, a length): an id
+    # that is no id of this service is simply not found.
+    validated_path = [p for p in parameters(operation, "path") if p["name"] != "game_id" and CONSTRAINTS & set(p["schema"])]
     takes_game = any(p["name"] == "game_id" for p in parameters(operation, "path"))
     return {
         (400, "invalid_request"): body is not None,  # not JSON
@@ -151,7 +156,8 @@ def send(client, document: dict, path: str, method: str, operation: dict, game: 
          query: str = "", headers: dict | None = None, path_values: dict | None = None):
     """Call ``operation`` on ``game`` with the credential it asks for, and ``body``, ``query``,
     ``headers``, path values as given."""
-    values = {"game_id": game["game"]["id"], "seat": "0", "external_id": "someone", **(path_values or {})}
+    values = {"game_id": game["game"]["id"], "seat": "0", "external_id": "someone", "variant": "classic",
+              "ticket_id": "t_unknown", "code": "ABCD2345", **(path_values or {})}
     url = path.format(**values) + (f"?{query}" if query else "")
     credential = {"Authorization": f"Bearer {game['players'][0]['token']}", "X-API-Key": API_KEY}
     extra = {} if body is None else {"data": json.dumps(body), "content_type": "application/json"}
@@ -181,7 +187,7 @@ def invalid_input(document: dict, operation: dict) -> dict:
     if query:
         name = query[0]["name"]
         return {"query": f"{name}=1&{name}=1"}
-    other = [p["name"] for p in parameters(operation, "path") if p["name"] != "game_id"]
+    other = [p["name"] for p in parameters(operation, "path") if p["name"] != "game_id" and CONSTRAINTS & set(p["schema"])]
     return {"path_values": {other[0]: "x" * 200}}
 
 

@@ -84,7 +84,7 @@ class Stream(MethodView):
     )
     @blp.alt_response(204, description="The match is over and you have every event: nothing to stream (an "
                                        "EventSource stops reconnecting)")
-    @documents_problems(blp, {**READ_PROBLEMS, 429: ["rate_limited", "too_many_streams"],
+    @documents_problems(blp, {**READ_PROBLEMS, 422: ["invalid_request"], 429: ["rate_limited", "too_many_streams"],
                               503: ["store_unavailable", "long_poll_capacity"]})
     def get(self, headers, query, game_id):
         """Follow a match live

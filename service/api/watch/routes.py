@@ -10,13 +10,12 @@ from importlib import resources
 from flask import Blueprint, Response, render_template_string, send_from_directory
 from flask.views import MethodView
 
-from service import ids
+from service.api.context import current
 from service.api.docs.schemas import HTML_PAGE
 from service.api.games.schemas import GAME_ID_PARAMETER
 from service.api.openapi import NO_CREDENTIALS
 from service.api.parser import ApiBlueprint
 from service.api.problems import documents_problems
-from service.store.base import GameMissing
 
 blp = ApiBlueprint("watch", __name__, description="A page to watch a match live, as a spectator.")
 # The page's stylesheet and script: not part of the API, so not in the OpenAPI document.
@@ -31,7 +30,8 @@ ASSET_MAX_AGE_SECONDS = 3600
 class WatchPage(MethodView):
     @blp.doc(operationId="watchGame", security=NO_CREDENTIALS)
     @blp.response(200, HTML_PAGE, content_type="text/html", description="The watch page")
-    @documents_problems(blp, {404: ["game_not_found"], 429: ["rate_limited"]})
+    @documents_problems(blp, {404: ["game_not_found"], 410: ["game_expired"], 429: ["rate_limited"],
+                              503: ["store_unavailable"]})
     def get(self, game_id):
         """Watch a match
 
@@ -39,8 +39,7 @@ class WatchPage(MethodView):
         pile, the last actions, each hand's result, the end), drawn live from the spectator's
         stream. Share its URL with anyone who may watch; it shows nothing a spectator may not see.
         """
-        if not ids.is_game_id(game_id):
-            raise GameMissing(game_id)
+        current().games.current(game_id)  # a link to no match, or an expired one, says so at once
         page = render_template_string(PAGE, game_id=game_id, api=f"/v1/games/{game_id}")
         response = Response(page, mimetype="text/html")
         response.cache_control.no_cache = True
