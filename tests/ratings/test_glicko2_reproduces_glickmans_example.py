@@ -28,7 +28,7 @@ def test_the_published_result_to_its_published_precision():
 
 
 def test_the_example_with_the_service_defaults():
-    """API.md's settings are the paper's: tau 0.5, epsilon 0.000001; a new player 1500/350/0.06."""
+    """The service's settings (docs/ratings.md) are the paper's: tau 0.5, epsilon 0.000001; a new player 1500/350/0.06."""
     settings = Settings()
     assert (settings.tau, settings.epsilon) == (0.5, 0.000001)
     assert settings.new_rating() == Rating(1500, 350, 0.06)
