@@ -10,11 +10,12 @@ pairs by final totals, equal totals a draw.
 
 Printed: per pair, the games played and the first level's score rate (draws half) with its
 95 % Wilson interval, next to what the fit expects; per level, the maximum-likelihood
-Bradley-Terry rating (the logistic of Glicko's expected score, 1 / (1 + 10^(-(a - b) / 400)),
-anchored so that ``--anchor`` holds, by default standard = 1500) with its standard error,
-measured against the mean of the levels (so every level, the anchor too, has one) and against
-the anchor; then the ``BOT_RATINGS`` lines that service/ratings/bots.py holds (RD: that
-standard error rounded up).
+Bradley-Terry rating (the logistic of Glicko's expected score, 1 / (1 + e^(-(a - b) / 173.7178)),
+i.e. 1 / (1 + 10^(-(a - b) / 400)), anchored so that ``--anchor`` holds, by default standard =
+1500) with its standard error, measured against the mean of the levels (so every level, the
+anchor too, has one) and against the anchor; Pearson's chi-square of the fit; then the
+``BOT_RATINGS`` lines that service/ratings/bots.py holds (RD: the standard error against the
+mean, widened by sqrt(chi-square / degrees of freedom) when that exceeds 1, rounded up).
 
     python bench/bot_ratings.py [--matches 3000] [--variant classic|box] [--levels easy,standard,strong]
                                 [--anchor standard=1500] [--seed 1] [--processes 1]
@@ -162,23 +163,30 @@ def report(variant: str, levels: list[str], tally: Counter, anchor: tuple[str, f
     centred_se = {level: SCALE * math.sqrt(covariance[i][i]) for i, level in enumerate(levels)}
     anchored_se = {level: SCALE * math.sqrt(max(0.0, covariance[i][i] + covariance[a][a] - 2 * covariance[i][a]))
                    for i, level in enumerate(levels)}
+    expected = {(first, second): 1 / (1 + math.exp(-(rating[first] - rating[second]) / SCALE)) for first, second in pairs}
+    # Pearson's chi-square of the fit: with more than chance disagreement between the pairs (the
+    # levels not quite transitive), every standard error is widened by sqrt(chi-square / degrees
+    # of freedom), as a quasi-likelihood fit does.
+    chi_square = sum((scores[pair] - games[pair] * expected[pair]) ** 2 / (games[pair] * expected[pair] * (1 - expected[pair]))
+                     for pair in pairs)
+    freedom = len(pairs) - (len(levels) - 1)
+    widening = math.sqrt(max(1.0, chi_square / freedom)) if freedom else 1.0
+    rd = {level: math.ceil(widening * centred_se[level]) for level in levels}
     kind = "classic matches to 100" if variant == "classic" else "box matches (one seat per level, six seatings)"
     lines = [f"{matches} {kind} per series, default rules, seed {seed}, {processes} process(es), {seconds:.0f} s, "
              f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC.", "",
-             "| pair (a vs b) | games | a's score (draws half), 95 % Wilson | the fit's expectation |",
-             "|---|---|---|---|"]
-    for first, second in pairs:
-        expected = 1 / (1 + 10 ** (-(rating[first] - rating[second]) / 400))
-        lines.append(f"| {first} vs {second} | {games[first, second]} "
-                     f"| {bench_bots.percent(bench_bots.wilson(scores[first, second], games[first, second]))} "
-                     f"| {100 * expected:.1f} % |")
-    lines += ["", f"| level | rating ({anchor_level} = {anchor_rating:g}) | standard error, against the levels' mean "
-                  f"| standard error, against {anchor_level} |", "|---|---|---|---|"]
+             "| pair (a vs b) | games | a's score (draws half) | rate, 95 % Wilson | the fit's expectation |",
+             "|---|---|---|---|---|"]
+    for pair in pairs:
+        lines.append(f"| {pair[0]} vs {pair[1]} | {games[pair]} | {scores[pair]:g} "
+                     f"| {bench_bots.percent(bench_bots.wilson(scores[pair], games[pair]))} | {100 * expected[pair]:.1f} % |")
+    lines += ["", f"Pearson's chi-square {chi_square:.2f} on {freedom} degree(s) of freedom: standard errors x {widening:.2f}.",
+              "", f"| level | rating ({anchor_level} = {anchor_rating:g}) | standard error, against the levels' mean "
+                  f"| standard error, against {anchor_level} | RD (the first, widened, rounded up) |", "|---|---|---|---|---|"]
     for level in sorted(levels, key=rating.get):
-        lines.append(f"| {level} | {rating[level]:.1f} | {centred_se[level]:.1f} | {anchored_se[level]:.1f} |")
+        lines.append(f"| {level} | {rating[level]:.1f} | {centred_se[level]:.1f} | {anchored_se[level]:.1f} | {rd[level]} |")
     lines += ["", "BOT_RATINGS = {"]
-    lines += [f'    "{level}": Rating({round(rating[level])}.0, {math.ceil(centred_se[level])}.0, 0.06),'
-              for level in sorted(levels, key=rating.get)]
+    lines += [f'    "{level}": Rating({round(rating[level])}.0, {rd[level]}.0, 0.06),' for level in sorted(levels, key=rating.get)]
     lines.append("}")
     return "\n".join(lines)
 

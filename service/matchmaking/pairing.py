@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from service.ratings.glicko2 import Rating
 
-# A player with no rating meets the middle level (API.md: bots default to standard).
+# A player with no rating meets the middle level, the one a bot seat has by default.
 UNRATED_BOT_LEVEL = "standard"
 
 

@@ -78,15 +78,16 @@ def rate(player: Rating, games: Sequence[Game], settings: Settings) -> Rating:
     of the period is rated against the opponents' ratings before it).
 
     With no games only the RD grows (step 6: sqrt(RD^2 + (SCALE * volatility)^2)); rating and
-    volatility stay. Ratings thousands of points apart are handled without overflow (an upset
-    that large raises the volatility enormously, as the formulas say).
+    volatility stay. The results stay finite for ratings up to 20,000 points apart (tests
+    check it; an upset that large raises the volatility enormously, as the formulas say);
+    near 30,000 points apart a float overflows (OverflowError).
     """
     mu, phi, sigma = (player.rating - CENTRE) / SCALE, player.rd / SCALE, player.volatility
     if not games:
         return Rating(player.rating, SCALE * math.hypot(phi, sigma), sigma)
-    # Step 3 and 4, summed as 1/v (the information the games carry) and
-    # delta / v (the score above expectation, weighted by g), so that a near-certain result
-    # never divides by a vanishing expectation.
+    # Steps 3 and 4, summed as 1/v (the information the games carry) and delta / v (the score
+    # above expectation, weighted by g), with E and 1 - E each computed directly: 1 - E
+    # computed as a difference would be 0 for a near-certain result, and v infinite.
     information = 0.0
     surprise = 0.0
     for game in games:
@@ -118,7 +119,7 @@ def _logistic(x: float) -> float:
 
 def _volatility(delta: float, phi: float, v: float, sigma: float, settings: Settings) -> float:
     """Step 5: sigma', the root of f found by the Illinois algorithm (regula falsi that halves
-    the stale end's value), as the paper's 2022 text gives it."""
+    the stale end's value), as the paper gives it."""
     tau = settings.tau
     a = math.log(sigma ** 2)
 
