@@ -20,6 +20,7 @@ from service.background.in_process import run_in_process
 from service.background.setup import IN_PROCESS, background_runner
 from service.matchmaking.setup import invites, quick_play
 from service.ratings.service import RatingService
+from service.streams.reader import KeyStreamReader
 from service.store import GameStore, store_from_url
 from service.store.areas import MemoryAreas, areas_of
 
@@ -65,7 +66,7 @@ def create_app(config: Config | Mapping[str, str] | None = None, store: GameStor
     areas = areas_of(store, config.key_prefix, config.key_stream_retention_seconds)
     ratings = RatingService(lambda: areas.ratings, games.ctx.scope_of)
     app.extensions[EXTENSION] = ServiceContext(config, store, games, ratings, quick_play(config, games, areas),
-                                               invites(config, games, areas))
+                                               invites(config, games, areas), KeyStreamReader(lambda: areas.streams))
     init_middleware(app, secret=games.ctx.secret)
     if isinstance(areas, MemoryAreas):
         # Nothing else can reach this process's memory: its background work runs here.

@@ -10,6 +10,7 @@ from service.games import GameService
 from service.matchmaking.invites import Invites
 from service.matchmaking.service import QuickPlay
 from service.ratings.service import RatingService
+from service.streams.reader import KeyStreamReader
 from service.store.base import GameStore
 
 EXTENSION = "ginrummy"
@@ -23,6 +24,7 @@ class ServiceContext:
     ratings: RatingService
     quick_play: QuickPlay
     invites: Invites
+    key_streams: KeyStreamReader
 
 
 def current() -> ServiceContext:

@@ -113,7 +113,7 @@ class _Claimables:
         with self._notifier.waiting_on(keys.channel, seen_version) as waiter:
             while True:
                 found = read()
-                if found is None or found.version > seen_version or not waiter.wait(deadline):
+                if found is None or found.version > seen_version or waiter.waited_out(deadline):
                     return found
 
     def _store(self, keys: ClaimKeys, data: str, ttl: int, member: str, timer: Timer, timer_at: float,

@@ -192,6 +192,11 @@ class Waiter(Follow):
         if wake is not None:
             self._event.set()
 
+    def waited_out(self, deadline: float) -> bool:
+        """``wait``, telling only whether to stop waiting: the time is up or the process is
+        stopping (True), or something may have changed (False: read again)."""
+        return self.wait(deadline) in (None, Wake.SHUTDOWN)
+
     def wait(self, deadline: float) -> Wake | None:
         """Wait until woken or until ``deadline`` (time.monotonic()).
 

@@ -470,7 +470,7 @@ class RedisStore(GameStore):
         with self._connection().notifier.waiting_on(keys.channel, after) as waiter:
             while True:
                 found = self.events(game_id, after)
-                if found or waiter.wait(deadline) in (None, notify.Wake.SHUTDOWN):
+                if found or waiter.waited_out(deadline):
                     return found
 
     def following(self, game_id: str, after: int) -> AbstractContextManager[Follow]:

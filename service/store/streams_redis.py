@@ -57,5 +57,5 @@ class RedisKeyStreams(KeyStreams):
         with self._notifier.waiting_on(scope_key(self._prefix, scope, "n"), seen) as waiter:
             while True:
                 found = self.after(scope, after, count)
-                if found or not waiter.wait(deadline):
+                if found or waiter.waited_out(deadline):
                     return found

@@ -196,7 +196,7 @@ PUBLIC_OPERATIONS = {"analyzeHand", "liveness", "readiness", "getOpenApi", "getD
 OPTIONAL_TOKEN_OPERATIONS = {"getGame", "listEvents", "streamGame"}
 API_KEY_OPERATIONS = {"abort", "reissueToken", "listPlayerGames", "getPlayerRatings", "getRatingHistory",
                       "getLeaderboard", "createTicket", "getTicket", "cancelTicket", "createInvite", "getInvite",
-                      "withdrawInvite", "acceptInvite"}
+                      "withdrawInvite", "acceptInvite", "streamKey"}
 
 
 def test_who_may_call_what(spec):
