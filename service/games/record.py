@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 import orjson
 
 from service import rules
+from service.records.fairness import public_fairness
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,7 @@ class Record:
             player["metadata"] = seat.metadata
         view["metadata"] = self.metadata
         view["rematch_id"] = self.rematch_id
+        view["fairness"] = public_fairness(self.match)
         return view
 
 

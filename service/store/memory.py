@@ -39,6 +39,7 @@ class _Game:
     expires_at: float
     fingerprint: str = ""
     trimmed: int = 0
+    kept: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -148,6 +149,29 @@ class MemoryStore(GameStore):
                 if found or now >= deadline:
                     return found
                 self._changed.wait(deadline - now)
+
+    def kept(self, game_id: str, name: str) -> str | None:
+        """What ``keep`` kept with the game under ``name``, or None."""
+        with self._lock:
+            game = self._live_game(game_id, time.monotonic())
+            return None if game is None else game.kept.get(name)
+
+    def keep(self, game_id: str, name: str, text: str) -> None:
+        """Keep ``text`` with the game (nothing once the game is gone)."""
+        with self._lock:
+            game = self._live_game(game_id, time.monotonic())
+            if game is not None:
+                game.kept[name] = text
+
+    def claim(self, game_id: str, name: str, seconds: int) -> bool:
+        """Whether no live claim of ``name`` for the game was made before this one."""
+        with self._lock:
+            now = time.monotonic()
+            key = f"claim:{game_id}:{name}"
+            if self._live(self._counters, key, now) is not None:
+                return False
+            self._counters[key] = _Expiring("1", now + seconds)
+            return True
 
     def index_page(self, player: str, which: IndexList, before: tuple[int, str] | None,
                    limit: int) -> list[tuple[int, str, str]]:

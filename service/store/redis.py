@@ -85,6 +85,8 @@ SPREAD_SHARE = 0.2
 # oldest go first, approximately; Redis trims whole nodes of the stream).
 OUTBOX_MAX_LENGTH = 50000
 SECRET_KEY = "server-secret"
+# What is kept with a game (``keep``) is a field of its state hash named this plus the name.
+KEPT_FIELD = "k:"
 
 # Shared by both scripts: append events (trimming the oldest beyond the maximum), webhook
 # deliveries and the deadline; ARGV[i] is the count of events, then the events, then the
@@ -189,6 +191,15 @@ return 1
 """
 
 
+# KEYS: state. ARGV: 1 the field, 2 the text. Kept in the game's state hash, so it expires and
+# goes with the game; only if the game still exists (HSET would make a key that never expires).
+KEEP_LUA = """#!lua
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+return 1
+"""
+
+
 # KEYS: state, events. ARGV: 1 the number of the last event the reader has.
 # The events after it, in one round trip: the list holds the events after the first 'o' ones
 # (trimmed past max_events, or archived), and the archive 'a' holds the ones just before the
@@ -215,6 +226,7 @@ class _Connection:
     save: Script
     archive: Script
     events: Script
+    keep: Script
     notifier: notify.Notifier
 
 
@@ -381,6 +393,21 @@ class RedisStore(GameStore):
                 if found or not waiter.wait(deadline):
                     return found
 
+    def kept(self, game_id: str, name: str) -> str | None:
+        """HGET of the state hash's ``k:<name>``. Raises StoreError."""
+        with _store_errors():
+            return self._connection().client.hget(self._keys(game_id).state, KEPT_FIELD + name)
+
+    def keep(self, game_id: str, name: str, text: str) -> None:
+        """HSET of ``k:<name>`` in the state hash, if the game exists (KEEP_LUA). Raises StoreFull, StoreError."""
+        with _store_errors():
+            self._connection().keep(keys=[self._keys(game_id).state], args=[KEPT_FIELD + name, text])
+
+    def claim(self, game_id: str, name: str, seconds: int) -> bool:
+        """SET NX EX of the game's claim key. Raises StoreFull, StoreError."""
+        with _store_errors():
+            return bool(self._connection().client.set(self._keys(game_id).claim(name), "1", nx=True, ex=seconds))
+
     def index_page(self, player: str, which: IndexList, before: tuple[int, str] | None,
                    limit: int) -> list[tuple[int, str, str]]:
         """Up to ``limit`` live games of a player's list, newest first, after the cursor ``before``.
@@ -479,7 +506,7 @@ class RedisStore(GameStore):
                     client = _client(self._url, self._is_cluster, self._options)
                     self._built = _Connection(
                         client, *(_ReloadingScript(client, text) for text in (CREATE_LUA, SAVE_LUA, ARCHIVE_LUA,
-                                                                               EVENTS_LUA)),
+                                                                               EVENTS_LUA, KEEP_LUA)),
                         notify.Notifier(client, self._max_waiters),
                     )
         return self._built
