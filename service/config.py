@@ -29,6 +29,7 @@
 | LONG_POLL_MAX_WAITERS | 1000 (gunicorn: 3/4 of its worker connections) | long-polls one process holds at once; beyond, 503 ``long_poll_capacity`` with Retry-After |
 | REQUEST_BODY_TIMEOUT_SECONDS | 10 | a request body must arrive within this (gevent worker; each deadline falls in its last fifth), else 408 and the connection is closed |
 | RESPONSE_SEND_TIMEOUT_SECONDS | 10 | a client must take each part of an answer within this (gevent worker), else the connection is dropped |
+| ANALYSIS_PER_MINUTE | 10 | analyses of finished matches one client may have computed per minute (reading one already computed is not counted); 0: no limit |
 """
 from __future__ import annotations
 
@@ -87,6 +88,8 @@ class Config:
     webhook_max_attempts: int = 8
     worker_port: int = 8001
     worker_graceful_seconds: int = 20
+    # Records, replays and analysis: each analysis costs up to ~2 s of CPU once per match.
+    analysis_per_minute: int = 10
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: str) -> Config:
@@ -140,6 +143,7 @@ class Config:
             webhook_max_attempts=_positive_int(source, "WEBHOOK_MAX_ATTEMPTS", cls.webhook_max_attempts),
             worker_port=_port(source, "WORKER_PORT", cls.worker_port),
             worker_graceful_seconds=_int_at_least(source, "WORKER_GRACEFUL_SECONDS", cls.worker_graceful_seconds, 0),
+            analysis_per_minute=_int_at_least(source, "ANALYSIS_PER_MINUTE", cls.analysis_per_minute, 0),
         )
         if not embedded:
             _refuse_placeholders(config)

@@ -44,6 +44,7 @@ def register_api(app: Flask) -> ProblemApi:
     from service.api.health.routes import blp as health_blp
     from service.api.players.routes import blp as players_blp
     from service.api.problems import problem_examples, problem_responses
+    from service.api.records.routes import blp as records_blp
     from service.api.vocabulary import COMPONENTS
 
     app.config.update(
@@ -72,9 +73,9 @@ def register_api(app: Flask) -> ProblemApi:
         components.response(name, response)
     for name, schema in {**COMPONENTS, **event_components()}.items():
         components.schema(name, schema)
-    for blp in (games_blp, players_blp, hands_blp, health_blp, docs_blp):
+    for blp in (games_blp, players_blp, hands_blp, records_blp, health_blp, docs_blp):
         api.register_blueprint(blp)
-    for blp in (games_blp, players_blp, hands_blp):
+    for blp in (games_blp, players_blp, hands_blp, records_blp):
         app.before_request_funcs.setdefault(blp.name, []).append(refuse_unknown_api_key)
     app.register_blueprint(assets)
     document = openapi.finish(api.spec.to_dict(), examples.responses)
