@@ -48,28 +48,39 @@ def build_record(game_id: str, match: rules.Match, created_at_ms: int, events: l
         "fairness": revealed_fairness(match), "cuts": [], "hands": [], "result": None, "steps": 0,
     }
     hands = record["hands"]
-    timed_out: int | None = None  # the seat whose missed turn the service is playing
     for event in events:
         kind = event.type
         if kind is EventType.CUT:
             record["cuts"].append({"cards": event.public["cards"], "decided": event.public["decided"]})
         elif kind is EventType.DEAL:
             hands.append(_dealt_hand(event))
-            timed_out = None
         elif kind in ACTIONS:
-            if kind is EventType.TIMEOUT:
-                timed_out = event.seat
-            elif timed_out is not None and (event.seat != timed_out or not event.bot):
-                timed_out = None
             record["steps"] += 1
-            hands[-1]["actions"].append(_action(event, record["steps"], created_at_ms, timed_out is not None))
+            hands[-1]["actions"].append(_action(event, record["steps"], created_at_ms))
         elif kind is EventType.HAND_SCORED:
             hands[-1]["result"] = event.public
         elif kind is EventType.MATCH_FINISHED:
             record["result"] = event.public
     if record["result"] is None:
         raise RecordIncomplete(first)  # a finished match's log ends with its result
+    for hand in hands:
+        for action, timeout in zip(hand["actions"], timeout_flags(hand["actions"])):
+            action["timeout"] = timeout
     return record
+
+
+def timeout_flags(actions: list[dict]) -> list[bool]:
+    """For each action of a hand, whether it belongs to a turn the service played after the
+    seat's deadline: the timeout itself, and the moves the service then made for that seat
+    (marked ``bot``) until another seat acts or the seat acts itself."""
+    flags, timed_out = [], None
+    for action in actions:
+        if action["type"] == EventType.TIMEOUT:
+            timed_out = action["seat"]
+        elif timed_out is not None and (action["seat"] != timed_out or not action["bot"]):
+            timed_out = None
+        flags.append(timed_out is not None)
+    return flags
 
 
 def _dealt_hand(event: rules.Event) -> dict:
@@ -84,7 +95,7 @@ def _dealt_hand(event: rules.Event) -> dict:
             "upcard": deck[DEALT], "stock": deck[DEALT + 1:], "actions": [], "result": None}
 
 
-def _action(event: rules.Event, step: int, created_at_ms: int, timeout: bool) -> dict:
+def _action(event: rules.Event, step: int, created_at_ms: int) -> dict:
     public, secret = event.public, event.secret
     fields = {
         EventType.DRAW: lambda: {"source": public["source"], "card": public["card"] or secret["card"]},
@@ -96,7 +107,7 @@ def _action(event: rules.Event, step: int, created_at_ms: int, timeout: bool) ->
     }.get(event.type, dict)()
     time = None if event.elapsed_ms is None else iso_ms(created_at_ms + event.elapsed_ms)
     return {"step": step, "seat": event.seat, "type": event.type.value, **fields, "time": time, "bot": event.bot,
-            "timeout": timeout}
+            "timeout": False}
 
 
 def iso_ms(epoch_ms: int) -> str:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from service import rules
 from service.records import replay
 from service.records.fairness import commitment
-from service.records.record import DEALT, FORMAT
+from service.records.record import DEALT, FORMAT, timeout_flags
 from service.rules.deals import cut_label, deal_label, derive_deck
 
 
@@ -36,7 +36,7 @@ class _Found(Exception):
 
 def verify(record: object) -> Mismatch | None:
     """None when ``record`` is honest, else the first mismatch (a malformed record included)."""
-    checks = (_format, _commitment, _cuts, _deals, _play)
+    checks = (_format, _commitment, _cuts, _deals, _flags, _play)
     where = "record"
     try:
         for check in checks:
@@ -111,6 +111,20 @@ def _deals(record: dict) -> None:
               f"the dealer's cards of hand {h + 1}")
         _same(f"{where}.upcard", hand["upcard"], deck[DEALT], f"the upcard of hand {h + 1}")
         _same(f"{where}.stock", hand["stock"], deck[DEALT + 1:], f"the stock of hand {h + 1}")
+
+
+def _flags(record: dict) -> None:
+    """Who chose each action: a bot seat's moves and the moves the service played after a missed
+    deadline are marked ``bot``; those and the timeout before them are marked ``timeout``."""
+    bots = {player["seat"] for player in record["players"] if player["bot"]}
+    for h, hand in enumerate(record["hands"]):
+        for a, (action, timeout) in enumerate(zip(hand["actions"], timeout_flags(hand["actions"]))):
+            where = f"hands[{h}].actions[{a}]"
+            _require(action["timeout"] == timeout, f"{where}.timeout",
+                     f"{'part' if timeout else 'not part'} of a turn played after a missed deadline")
+            chosen_by_bot = action["seat"] in bots or (timeout and action["type"] != "timeout")
+            _require(action["bot"] == chosen_by_bot, f"{where}.bot",
+                     f"{'a computer' if chosen_by_bot else 'a person'} chose this {action['type']}")
 
 
 def _play(record: dict) -> None:

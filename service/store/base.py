@@ -191,8 +191,8 @@ class GameStore(abc.ABC):
     @abc.abstractmethod
     def claim(self, game_id: str, name: str, seconds: int) -> bool:
         """True for the first caller to claim ``name`` of the game within ``seconds`` (so that,
-        of concurrent requests, one computes what the others then read); the claim lapses on
-        its own. Raises StoreFull, StoreError."""
+        of concurrent requests, one computes what the others then read); the claim lapses after
+        ``seconds`` and goes with the game; False once the game is gone. Raises StoreFull, StoreError."""
 
     @abc.abstractmethod
     def index_page(self, player: str, which: IndexList, before: tuple[int, str] | None,

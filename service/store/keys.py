@@ -1,10 +1,10 @@
 """Names of the Redis keys of a game and of a shard (see service/ids.py for the shards).
 
 Per game, under the hash tag ``{<game id>}``: ``:s`` (hash: v = version, s = state, f =
-creation fingerprint, o = events trimmed), ``:e`` (events), ``:x`` (tombstone),
-``:i:<sha256>`` (idempotent responses), ``:c:<name>`` (a short claim: who computes what is kept
-with the game, such as its analysis, kept in ``:s`` as ``k:<name>``), and the shard channel ``:n``
-(SPUBLISH of the event count after every write). Per shard, under ``{s<k>}``: ``:outbox`` (webhook deliveries),
+creation fingerprint, o = events trimmed, a = archived events, k:<name> = what is kept with the
+game such as its analysis, c:<name> = who is computing it), ``:e`` (events), ``:x`` (tombstone),
+``:i:<sha256>`` (idempotent responses), and the shard channel ``:n`` (SPUBLISH of the event
+count after every write). Per shard, under ``{s<k>}``: ``:outbox`` (webhook deliveries),
 ``:due`` (turn deadlines), ``:p:<player>:active|finished`` (the player index).
 Keys of a game and of its shard share a slot, so one script may write both.
 """
@@ -25,14 +25,10 @@ class GameKeys:
     due: str
     outbox: str
     prefix: str  # of this game's idempotent responses
-    claims: str  # prefix of this game's claims
 
     def reply(self, idempotency_key: str) -> str:
         # Hashed: client keys are arbitrary text and may be long.
         return self.prefix + hashlib.sha256(idempotency_key.encode("utf-8", "surrogatepass")).hexdigest()
-
-    def claim(self, name: str) -> str:
-        return self.claims + name
 
 
 def game_keys(prefix: str, game_id: str) -> GameKeys:
@@ -43,7 +39,7 @@ def game_keys(prefix: str, game_id: str) -> GameKeys:
     tag = f"{prefix}{{{game_id}}}"
     shard_tag = shard_prefix(prefix, shard)
     return GameKeys(f"{tag}:s", f"{tag}:e", f"{tag}:x", f"{tag}:n", f"{shard_tag}:due", f"{shard_tag}:outbox",
-                    f"{tag}:i:", f"{tag}:c:")
+                    f"{tag}:i:")
 
 
 def shard_prefix(prefix: str, shard: int) -> str:

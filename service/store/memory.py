@@ -40,6 +40,7 @@ class _Game:
     fingerprint: str = ""
     trimmed: int = 0
     kept: dict[str, str] = field(default_factory=dict)
+    claims: dict[str, float] = field(default_factory=dict)  # name: when claimed (monotonic)
 
 
 @dataclass(frozen=True)
@@ -164,13 +165,14 @@ class MemoryStore(GameStore):
                 game.kept[name] = text
 
     def claim(self, game_id: str, name: str, seconds: int) -> bool:
-        """Whether no live claim of ``name`` for the game was made before this one."""
+        """Whether no claim of ``name`` was made in the last ``seconds`` (the game must live)."""
         with self._lock:
             now = time.monotonic()
-            key = f"claim:{game_id}:{name}"
-            if self._live(self._counters, key, now) is not None:
+            game = self._live_game(game_id, now)
+            claimed = None if game is None else game.claims.get(name)
+            if game is None or (claimed is not None and now - claimed < seconds):
                 return False
-            self._counters[key] = _Expiring("1", now + seconds)
+            game.claims[name] = now
             return True
 
     def index_page(self, player: str, which: IndexList, before: tuple[int, str] | None,

@@ -87,6 +87,7 @@ OUTBOX_MAX_LENGTH = 50000
 SECRET_KEY = "server-secret"
 # What is kept with a game (``keep``) is a field of its state hash named this plus the name.
 KEPT_FIELD = "k:"
+CLAIM_FIELD = "c:"
 
 # Shared by both scripts: append events (trimming the oldest beyond the maximum), webhook
 # deliveries and the deadline; ARGV[i] is the count of events, then the events, then the
@@ -199,6 +200,19 @@ redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 return 1
 """
 
+# KEYS: state. ARGV: 1 the claim's field, 2 now (epoch seconds), 3 how long a claim holds.
+# A claim is the time it was made, in the game's state hash (it goes with the game); a claim
+# older than ARGV[3] has lapsed and may be taken again. 1: claimed; 0: someone holds it, or
+# the game is gone.
+CLAIM_LUA = """#!lua
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local held = tonumber(redis.call('HGET', KEYS[1], ARGV[1]))
+local now = tonumber(ARGV[2])
+if held and now - held < tonumber(ARGV[3]) then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+return 1
+"""
+
 
 # KEYS: state, events. ARGV: 1 the number of the last event the reader has.
 # The events after it, in one round trip: the list holds the events after the first 'o' ones
@@ -227,6 +241,7 @@ class _Connection:
     archive: Script
     events: Script
     keep: Script
+    claim: Script
     notifier: notify.Notifier
 
 
@@ -404,9 +419,11 @@ class RedisStore(GameStore):
             self._connection().keep(keys=[self._keys(game_id).state], args=[KEPT_FIELD + name, text])
 
     def claim(self, game_id: str, name: str, seconds: int) -> bool:
-        """SET NX EX of the game's claim key. Raises StoreFull, StoreError."""
+        """The claim ``c:<name>`` in the state hash (CLAIM_LUA). Raises StoreFull, StoreError."""
         with _store_errors():
-            return bool(self._connection().client.set(self._keys(game_id).claim(name), "1", nx=True, ex=seconds))
+            claimed = self._connection().claim(keys=[self._keys(game_id).state],
+                                               args=[CLAIM_FIELD + name, repr(time.time()), seconds])
+        return claimed == 1
 
     def index_page(self, player: str, which: IndexList, before: tuple[int, str] | None,
                    limit: int) -> list[tuple[int, str, str]]:
@@ -506,7 +523,7 @@ class RedisStore(GameStore):
                     client = _client(self._url, self._is_cluster, self._options)
                     self._built = _Connection(
                         client, *(_ReloadingScript(client, text) for text in (CREATE_LUA, SAVE_LUA, ARCHIVE_LUA,
-                                                                               EVENTS_LUA, KEEP_LUA)),
+                                                                               EVENTS_LUA, KEEP_LUA, CLAIM_LUA)),
                         notify.Notifier(client, self._max_waiters),
                     )
         return self._built

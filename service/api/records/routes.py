@@ -85,7 +85,9 @@ class MatchReplay(MethodView):
 class MatchAnalysis(MethodView):
     @blp.doc(operationId="getAnalysis", security=NO_CREDENTIALS)
     @blp.response(200, MatchAnalysisSchema)
-    @documents_problems(blp, {**OVER_PROBLEMS, 429: ["rate_limited", "analysis_quota_exceeded"]})
+    @documents_problems(blp, {**{status: codes for status, codes in OVER_PROBLEMS.items() if status != 422},
+                              429: ["rate_limited", "analysis_quota_exceeded"],
+                              503: ["store_unavailable", "store_full"]})
     def get(self, game_id):
         """Analyse a match
 

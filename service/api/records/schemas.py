@@ -9,9 +9,9 @@ from service.api.fields import ResponseSchema, card_field, card_list, doc, melds
 from service.api.games.view_schema import (EXAMPLE_COMMITMENT, EXAMPLE_GAME_ID, EXAMPLE_MELDS, GameViewSchema,
                                            LastHandSchema, LayoffItemSchema, ResultSchema, RulesSchema,
                                            SuggestedActionSchema, YouSchema)
-from service.api.vocabulary import BOT_LEVEL, DRAW_SOURCE, PHASE, ROLE, VARIANT, enum_field
+from service.api.vocabulary import BOT_LEVEL, DRAW_SOURCE, MISSED_CHANCE, PHASE, ROLE, VARIANT, enum_field
 from service.records.analysis import FORMAT as ANALYSIS_FORMAT
-from service.records.analysis import GIN, KNOCK
+from service.records.analysis import KNOCK, MAX_DECISIONS
 from service.records.record import ACTIONS, FORMAT
 from service.rules import Rules
 
@@ -139,9 +139,8 @@ class DecisionSchema(ResponseSchema):
     strong = nested(SuggestedActionSchema, "What the `strong` policy would have done there", required=True)
     agreed = F.Boolean(required=True, metadata=doc("Whether they agree (docs/records.md says how that is judged)",
                                                    False))
-    missed = F.String(required=True, allow_none=True, validate=ma.validate.OneOf([GIN, KNOCK]),
-                      metadata=doc("`gin` or `knock` when one was open at this discard and not taken, else null",
-                                   KNOCK))
+    missed = enum_field(MISSED_CHANCE, "`gin` or `knock` when one was open at this discard and not taken, else null",
+                        KNOCK, required=True, allow_none=True)
 
 
 class SeatSummarySchema(ResponseSchema):
@@ -165,5 +164,8 @@ class MatchAnalysisSchema(ResponseSchema):
                       metadata=doc("The analysis format", ANALYSIS_FORMAT))
     id = F.String(required=True, metadata=doc("Game id", EXAMPLE_GAME_ID))
     policy = F.String(required=True, metadata=doc("The policy the decisions are compared with", "strong"))
+    complete = F.Boolean(required=True, metadata=doc(
+        f"Whether every decision is analysed: false only past {MAX_DECISIONS} decisions (a match far longer than "
+        "usual), where the analysis stops; the seats' hand figures still count every hand", True))
     decisions = nested_list(DecisionSchema, "Every decision of a person, in order", required=True)
     seats = nested_list(SeatSummarySchema, "A summary per seat", required=True)
