@@ -17,7 +17,7 @@ from service.games.commit import deadline_of, effects_of
 from service.games.context import Context
 from service.games.errors import NotAllowed, TooMany, Unauthorized, Unprocessable
 from service.games.record import Record, Seat
-from service.records.fairness import new_server_seed
+from service.games.seeds import new_server_seed
 from service.tokens import hash_token
 from service.webhooks.callbacks import check_callback_url
 
@@ -40,7 +40,7 @@ class NewGame:
     seed: int | None = None
     metadata: dict | None = None
     callback_url: str | None = None
-    client_seed: str = ""  # the creator's part of the fair shuffles (service/records/fairness.py)
+    client_seed: str = ""  # the creator's part of the fair shuffles (seeds.py)
 
 
 @dataclass(frozen=True)

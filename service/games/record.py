@@ -15,7 +15,6 @@ from dataclasses import dataclass, replace
 import orjson
 
 from service import rules
-from service.records.fairness import public_fairness
 
 
 @dataclass(frozen=True)
@@ -91,7 +90,6 @@ class Record:
             player["metadata"] = seat.metadata
         view["metadata"] = self.metadata
         view["rematch_id"] = self.rematch_id
-        view["fairness"] = public_fairness(self.match)
         return view
 
 

@@ -12,9 +12,8 @@ from dataclasses import dataclass
 
 from service import rules
 from service.records import replay
-from service.records.fairness import commitment
 from service.records.record import DEALT, FORMAT, timeout_flags
-from service.rules.deals import cut_label, deal_label, derive_deck
+from service.rules.deals import commitment, cut_label, deal_label, derive_deck
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,9 @@ nobody else knows cannot be told from uniform bytes.
 The cards of a deck are then dealt by ``hand.deal`` (ten each, one at a time from the
 non-dealer; the next card is the upcard; the rest is the stock, its first card drawn first)
 and cut by the seats in seat order (seat 0 takes the deck's first card).
+
+The **commitment** every view shows is the SHA-256 of the server seed's text: the seed stays
+secret until the match is over, and then anyone can check it against what they were shown.
 """
 from __future__ import annotations
 
@@ -31,6 +34,11 @@ from collections.abc import Iterator
 from .cards import CARDS, Card
 
 BYTE_VALUES = 256
+
+
+def commitment(server_seed: str) -> str:
+    """The lowercase hex SHA-256 of the UTF-8 text of ``server_seed``."""
+    return hashlib.sha256(server_seed.encode()).hexdigest()
 
 
 def cut_label(attempt: int) -> str:

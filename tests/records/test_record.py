@@ -19,7 +19,7 @@ from service.store.memory import MemoryStore
 from tests.records.support import finished, level_policy, schema, start
 
 VARIANTS = {"classic": [None, "strong"], "box": [None, None, "standard"]}
-SERVICE_ONLY = ("id", "metadata", "rematch_id", "fairness")
+SERVICE_ONLY = ("id", "metadata", "rematch_id")
 
 
 @pytest.fixture(scope="module", params=["classic", "box"])

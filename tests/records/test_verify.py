@@ -88,7 +88,7 @@ def _extra_step(record):
 TAMPERINGS = [
     ("a card dealt", _dealt_card, "hands[0].dealt"),
     ("the stock order", lambda r: swap(r["hands"][0]["stock"], 3, 4), "hands[0].stock[3]"),
-    ("a later hand's stock", lambda r: swap(r["hands"][-1]["stock"], 0, 30), f"hands["),
+    ("a later hand's stock", lambda r: swap(r["hands"][-1]["stock"], 0, 30), "hands["),
     ("the upcard", lambda r: swap_upcard(r), "hands[0]"),
     ("the server seed", lambda r: r["fairness"].update(server_seed=other_hex(r["fairness"]["server_seed"])),
      "fairness.commitment"),

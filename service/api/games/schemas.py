@@ -32,7 +32,7 @@ from service.api.vocabulary import (BOT_LEVEL, DRAW_SOURCE, MATCH_STATUS, METADA
 from service.bots import Level
 from service.config import LONGEST_WAIT_SECONDS
 from service.games import NewGame, NewSeat
-from service.records.fairness import CLIENT_SEED_MAX
+from service.games.seeds import CLIENT_SEED_MAX
 from service.webhooks.callbacks import MAX_URL_LENGTH
 
 F = ma.fields
