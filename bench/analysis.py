@@ -6,7 +6,9 @@ every turn is a decision the analysis looks at), then measures, per match, the C
 
 - the first ``GET .../analysis``: load, the record built from the events, the replay with the
   strong policy asked at every decision, the result compressed and kept (later requests read it);
-- ``GET .../replay?step=<last>``, the costliest replay (it plays every step);
+- ``GET .../replay?step=<last>`` the first time, the costliest replay (it plays every step, keeping
+  a position every 16), and ``GET .../replay`` of the step before, as a replay viewer asks next
+  (from the kept positions);
 - ``GET .../record``, and ``ginrummy verify`` of it;
 
 and the record's size as JSON, as text, and as the JSON zlib-compressed. Prints the median, p90
@@ -82,7 +84,7 @@ def main() -> None:
     games, records = GameService(context), RecordService(context, analysis_per_minute=0)
     rng = random.Random(args.seed)
     figures: dict[str, list[float]] = {name: [] for name in (
-        "analysis", "replay", "record", "verify", "decisions", "steps", "json", "text", "zlib")}
+        "analysis", "replay", "replay again", "record", "verify", "decisions", "steps", "json", "text", "zlib")}
     started = time.monotonic()
     for n in range(args.matches):
         variant = "classic" if n % 2 == 0 else "box"
@@ -94,6 +96,7 @@ def main() -> None:
         figures["record"].append(seconds)
         figures["steps"].append(record["steps"])
         figures["replay"].append(cpu(lambda: records.replay(game_id, record["steps"]))[0])
+        figures["replay again"].append(cpu(lambda: records.replay(game_id, record["steps"] - 1))[0])
         seconds, mismatch = cpu(lambda: verify(record))
         assert mismatch is None, mismatch
         figures["verify"].append(seconds)
@@ -104,7 +107,8 @@ def main() -> None:
     print(f"bench/analysis.py: {args.matches} matches (half classic, half box, people only), seed {args.seed}, "
           f"Python {platform.python_version()}, {time.monotonic() - started:.0f} s in all")
     print(summary("analysis, first request (CPU)", figures["analysis"], "ms", 1000))
-    print(summary("replay of the last step (CPU)", figures["replay"], "ms", 1000))
+    print(summary("replay of the last step, first (CPU)", figures["replay"], "ms", 1000))
+    print(summary("replay of the step before (CPU)", figures["replay again"], "ms", 1000))
     print(summary("record (CPU)", figures["record"], "ms", 1000))
     print(summary("verify (CPU)", figures["verify"], "ms", 1000))
     print(summary("decisions analysed per match", figures["decisions"], ""))

@@ -61,7 +61,7 @@ def recorded_decks(record: dict) -> dict[str, list[rules.Card]]:
     return decks
 
 
-def start(record: dict, decks: Mapping[str, list[rules.Card]] | None) -> rules.Match:
+def dealt(record: dict, decks: Mapping[str, list[rules.Card]] | None) -> rules.Match:
     """The match as dealt, from ``decks`` by label, or (None) from the record's seeds.
 
     Raises ReplayError for a deck the record lacks; KeyError, TypeError or ValueError for a
@@ -80,20 +80,21 @@ def start(record: dict, decks: Mapping[str, list[rules.Card]] | None) -> rules.M
     return match
 
 
-def positions(record: dict, derived: bool = False) -> Iterator[Position]:
-    """Position 0 (as dealt), then the position after each action, in order. The decks are
-    the record's own, or with ``derived`` those its seeds give (``verify`` compares the two).
+def positions(record: dict, derived: bool = False, since: Position | None = None) -> Iterator[Position]:
+    """Position 0 (as dealt), then the position after each action, in order; or, from ``since``
+    (a position of this record's replay), the positions after it. The decks are the record's
+    own, or with ``derived`` those its seeds give (``verify`` compares the two).
 
     Raises ReplayError for an action the engine refuses or a deck the record lacks."""
-    match = start(record, None if derived else recorded_decks(record))
-    yield Position(0, match)
-    step = 0
-    for h, hand in enumerate(record["hands"]):
-        for a, action in enumerate(hand["actions"]):
-            step += 1
-            where = f"hands[{h}].actions[{a}]"
-            match, events = _play(match, action, where)
-            yield Position(step, match, action, where, tuple(events))
+    if since is None:
+        since = Position(0, dealt(record, None if derived else recorded_decks(record)))
+        yield since
+    match = since.match
+    steps = [(f"hands[{h}].actions[{a}]", action) for h, hand in enumerate(record["hands"])
+             for a, action in enumerate(hand["actions"])]
+    for step, (where, action) in enumerate(steps[since.step:], start=since.step + 1):
+        match, events = _play(match, action, where)
+        yield Position(step, match, action, where, tuple(events))
 
 
 def _play(match: rules.Match, action: dict, where: str) -> tuple[rules.Match, list[rules.Event]]:
@@ -120,11 +121,3 @@ _COMMON = frozenset({"step", "seat", "type", "time", "bot", "timeout"})
 
 def _clock(time: str | None) -> float:
     return UNKNOWN_TIME if time is None else epoch_ms(time) / 1000
-
-
-def position_at(record: dict, step: int) -> Position:
-    """The position after ``step`` actions (0 <= step <= the record's steps)."""
-    for position in positions(record):
-        if position.step == step:
-            return position
-    raise ValueError(f"step {step} is beyond the record's {record['steps']} steps")

@@ -18,7 +18,8 @@ from service import ids, rules
 from service.games.context import Context
 from service.games.errors import TooMany, Unprocessable
 from service.games.record import Record
-from service.records import analysis, replay, text
+from service.records import analysis, text
+from service.records.checkpoints import Recent, Replayed
 from service.records.record import RecordIncomplete, build_record
 from service.store.base import GameMissing
 
@@ -28,6 +29,7 @@ QUOTA_WINDOW_SECONDS = 60
 # after it, and whoever waited computes the analysis itself.
 CLAIM_SECONDS = 10
 WAIT_POLL_SECONDS = 0.1
+_REPLAYED = Recent()
 
 
 class RecordNotKept(rules.GameError):
@@ -49,7 +51,7 @@ class RecordService:
         """The record of a finished or aborted match.
 
         Raises GameMissing, GameExpired, IllegalMove(game_not_finished), RecordNotKept, StoreError."""
-        return self._record(game_id, self._finished(game_id))
+        return self._record(game_id, self._finished(game_id)[0])
 
     def text(self, game_id: str) -> str:
         """The record in the text notation. Raises what ``record`` raises."""
@@ -58,12 +60,15 @@ class RecordService:
     def replay(self, game_id: str, step: int) -> dict:
         """The full view after ``step`` actions. Raises what ``record`` raises, and
         Unprocessable(step_out_of_range)."""
-        stored = self._finished(game_id)
-        record = self._record(game_id, stored)
+        stored, state = self._finished(game_id)
+        replayed = _REPLAYED.get((game_id, state))
+        if replayed is None:
+            replayed = _REPLAYED.put((game_id, state), Replayed.of(self._record(game_id, stored)))
+        record = replayed.record
         if not 0 <= step <= record["steps"]:
             raise Unprocessable(f"this match has steps 0 to {record['steps']}", code="step_out_of_range",
                                 field="step", params={"steps": record["steps"]})
-        position = replay.position_at(record, step)
+        position = replayed.position(step)
         match = position.match
         hand = match.hand
         return {
@@ -78,7 +83,7 @@ class RecordService:
         ``client`` names who asks (their allowance counts the computations they cause).
 
         Raises what ``record`` raises, and TooMany(analysis_quota_exceeded)."""
-        match = self._finished(game_id)
+        stored = self._finished(game_id)[0]
         store = self.ctx.store
         kept = store.kept(game_id, ANALYSIS)
         if kept is not None:
@@ -88,20 +93,22 @@ class RecordService:
             kept = self._wait_for_analysis(game_id)
             if kept is not None:
                 return _unpack(kept)
-        computed = analysis.analyse(self._record(game_id, match))
+        computed = analysis.analyse(self._record(game_id, stored))
         store.keep(game_id, ANALYSIS, _pack(computed))
         return computed
 
     # --- helpers ---------------------------------------------------------------------------
-    def _finished(self, game_id: str) -> Record:
+    def _finished(self, game_id: str) -> tuple[Record, str]:
+        """The stored match and its stored text; refused while it is being played."""
         if not ids.is_game_id(game_id):
             raise GameMissing(game_id)
-        stored = Record.parse(self.ctx.store.load(game_id).state)
+        loaded = self.ctx.store.load(game_id)
+        stored = Record.parse(loaded.state)
         match = stored.match
         if not match.is_finished:
             raise rules.IllegalMove("the match is still being played: its record is kept once it is over",
                                     code="game_not_finished", params={"status": match.status.value})
-        return stored
+        return stored, loaded.state
 
     def _record(self, game_id: str, stored: Record) -> dict:
         events = [rules.decode_event(text) for text in self.ctx.store.events(game_id, 0)]

@@ -12,6 +12,7 @@ from service import rules
 from service.games import Retry
 from service.games.errors import Unprocessable
 from service.records import replay, text
+from service.records.checkpoints import CHECKPOINT, Replayed
 from service.records.record import RecordIncomplete, actions_of, build_record, epoch_ms, iso_ms
 from service.records.service import RecordNotKept
 from service.rules.deals import deal_label, derive_deck
@@ -172,3 +173,16 @@ def test_replay_steps_are_zero_to_the_last(played):
         with pytest.raises(Unprocessable) as refused:
             played.records.replay(played.game_id, step)
         assert refused.value.code == "step_out_of_range" and refused.value.params == {"steps": record["steps"]}
+
+
+def test_a_replay_steps_from_its_nearest_checkpoint_to_the_same_positions(played):
+    record = played.record()
+    replayed = Replayed.of(record)
+    assert [p.step for p in replayed.checkpoints] == list(range(0, record["steps"] + 1, CHECKPOINT))
+    everything = list(replay.positions(record))
+    for step in (0, 1, CHECKPOINT - 1, CHECKPOINT, CHECKPOINT + 5, record["steps"]):
+        position = replayed.position(step)
+        assert position.step == step and rules.encode(position.match) == rules.encode(everything[step].match)
+        assert position.action == everything[step].action
+    again = played.records.replay(played.game_id, record["steps"] - 1)  # from the kept replay
+    assert again == played.records.replay(played.game_id, record["steps"] - 1)
