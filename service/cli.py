@@ -10,10 +10,15 @@
   quick play and invites, the feed's consumers), with /healthz, /readyz and /metrics on
   WORKER_PORT. Reads the same environment as the service; the other options shorten its
   timings (tests), the background runner's too.
+- ``ginrummy verify RECORD.json`` (``-``: standard input): check a finished match's record (the
+  commitment, every deck against the seeds, every action through the engine; see
+  docs/fairness.md). Exit 0 when it is honest, 1 naming the first mismatch, 2 when the file
+  cannot be read as JSON.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 from pathlib import Path
@@ -27,6 +32,7 @@ from service.store.areas import redis_areas
 from service.games.setup import game_service
 from service.store import store_from_url
 from service.config import EMBEDDED_STORE_URL, Config, ConfigError
+from service.records.verify import verify
 from service.webhooks.process import run_worker
 
 DEFAULT_HOST = "127.0.0.1"
@@ -49,7 +55,11 @@ def main(argv: list[str] | None = None) -> int:
     worker.add_argument("--host", default="0.0.0.0", help="address of /healthz, /readyz, /metrics (default 0.0.0.0)")
     for option in WORKER_TIMINGS:
         worker.add_argument(f"--{option.replace('_', '-')}", type=float, dest=option, help="seconds (tests)")
+    checker = commands.add_parser("verify", help="check a finished match's record (docs/fairness.md)")
+    checker.add_argument("record", help="the record's JSON (GET /v1/games/{id}/record), or - for standard input")
     args = parser.parse_args(argv)
+    if args.command == "verify":
+        return run_verify_command(args.record)
     if args.command == "worker":
         return run_worker_command(args)
     if args.command == "serve":
@@ -100,6 +110,25 @@ def run_worker_command(args: argparse.Namespace) -> int:
     except (ConfigError, ValueError, OSError) as error:
         print(f"ginrummy worker: {error}", file=sys.stderr)
         return 2
+
+
+def run_verify_command(source: str) -> int:
+    """``ginrummy verify``: 0 for an honest record, 1 naming its first mismatch, 2 when it
+    cannot be read as JSON."""
+    try:
+        text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
+        record = json.loads(text)
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        print(f"ginrummy verify: cannot read {source} as JSON: {error}", file=sys.stderr)
+        return 2
+    mismatch = verify(record)
+    if mismatch is not None:
+        print(f"ginrummy verify: MISMATCH at {mismatch}", file=sys.stderr)
+        return 1
+    print(f"ginrummy verify: {record.get('id', 'the record')} is honest: the commitment, {len(record['cuts'])} cut(s) and "
+          f"{len(record['hands'])} deal(s) follow from the seeds, and the engine replays all {record['steps']} "
+          f"steps to the recorded result")
+    return 0
 
 
 def write_openapi(path: Path) -> None:

@@ -45,6 +45,7 @@
 | STREAM_HEARTBEAT_SECONDS | 15 | longest silence on a live stream before a comment line keeps it open (1-15); also how long a reader may take (next to) nothing of what waits for it |
 | STREAMS_PER_API_KEY | 10000 | live streams one process holds at once for one API key (``X-API-Key``); beyond, 429 ``too_many_streams`` |
 | STREAMS_PER_ADDRESS | 200 | live streams one process holds at once for one client address (without an API key); beyond, 429 ``too_many_streams`` |
+| ANALYSIS_PER_MINUTE | 10 | analyses of finished matches one client may have computed per minute (reading one already computed is not counted); 0: no limit |
 """
 from __future__ import annotations
 
@@ -127,6 +128,8 @@ class Config:
     stream_heartbeat_seconds: int = LONGEST_HEARTBEAT_SECONDS
     streams_per_api_key: int = 10000
     streams_per_address: int = 200
+    # Records, replays and analysis: each analysis costs up to ~2 s of CPU once per match.
+    analysis_per_minute: int = 10
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: str) -> Config:
@@ -198,6 +201,7 @@ class Config:
                                                    1, maximum=LONGEST_HEARTBEAT_SECONDS),
             streams_per_api_key=_positive_int(source, "STREAMS_PER_API_KEY", cls.streams_per_api_key),
             streams_per_address=_positive_int(source, "STREAMS_PER_ADDRESS", cls.streams_per_address),
+            analysis_per_minute=_int_at_least(source, "ANALYSIS_PER_MINUTE", cls.analysis_per_minute, 0),
         )
         if config.matchmaking_gap_max < config.matchmaking_gap_initial:
             raise ConfigError("MATCHMAKING_GAP_MAX must be at least MATCHMAKING_GAP_INITIAL")

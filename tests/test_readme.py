@@ -113,6 +113,7 @@ def test_the_walkthrough_runs_as_written(fresh_service: str, tmp_path: Path):
     assert "finished {'status': 'finished', 'winner': 1, 'forfeit': 0" in out
     assert '"code": "game_finished"' in out
     assert "next match g_" in out
+    assert "is honest" in out and re.search(r"^Ann: \d+ decisions, the strong player agreed with \d+$", out, re.MULTILINE)
 
 
 def test_the_webhook_receiver_accepts_signed_deliveries_and_refuses_others(monkeypatch):

@@ -49,6 +49,7 @@ def register_api(app: Flask) -> ProblemApi:
     from service.api.matchmaking.routes import blp as matchmaking_blp
     from service.api.ratings.routes import blp as ratings_blp
     from service.api.streams.routes import blp as streams_blp
+    from service.api.records.routes import blp as records_blp
     from service.api.vocabulary import COMPONENTS
     from service.api.watch.routes import assets as watch_assets
     from service.api.watch.routes import blp as watch_blp
@@ -79,7 +80,7 @@ def register_api(app: Flask) -> ProblemApi:
         components.response(name, response)
     for name, schema in {**COMPONENTS, **event_components()}.items():
         components.schema(name, schema)
-    platform = (ratings_blp, matchmaking_blp, invites_blp, streams_blp)
+    platform = (ratings_blp, matchmaking_blp, invites_blp, streams_blp, records_blp)
     for blp in (games_blp, players_blp, *platform, hands_blp, health_blp, docs_blp, watch_blp):
         api.register_blueprint(blp)
     for blp in (games_blp, players_blp, *platform, hands_blp):

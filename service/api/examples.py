@@ -22,6 +22,7 @@ from service import rules, tokens
 from service.api.problems import problem_document, refusal_problem
 from service.games import Caller, Context, GameService, NewGame, NewSeat, Retry, Settings, analyze_hand
 from service.games.setup import Uncounted
+from service.records.service import RecordService
 from service.rules import ActionType
 from service.store.memory import MemoryStore
 
@@ -68,12 +69,14 @@ class _Recorder:
     def __post_init__(self) -> None:
         context = Context(MemoryStore(), Settings(), Uncounted(), SECRET, clock=lambda: self.now)
         self.games = GameService(context)
+        self.records = RecordService(context, analysis_per_minute=0)
         self.owner = tokens.key_id(API_KEY)
 
     # --- recording -----------------------------------------------------------------------
-    def example(self, operation: str, status: int | str, name: str, summary: str, value: object) -> None:
-        self.responses.setdefault(operation, {}).setdefault(str(status), {})[name] = {"summary": summary,
-                                                                                      "value": value}
+    def example(self, operation: str, status: int | str, name: str, summary: str, value: object,
+                media: str | None = None) -> None:
+        shown = {"summary": summary, "value": value, **({"media": media} if media else {})}
+        self.responses.setdefault(operation, {}).setdefault(str(status), {})[name] = shown
 
     def refused(self, call: Callable[[], object]) -> None:
         """Run ``call``, which must be refused, and keep the first problem of its code."""
@@ -203,11 +206,24 @@ class _Recorder:
         last_seq = self.games.events(table.game_id, None, 0, 0)["last_seq"]
         self.example("listEvents", 200, "late", "The last events of a match, as the public sees them",
                      self.games.events(table.game_id, None, last_seq - LATE_EVENTS, 0))
+        self.over(table)
         for seat, status, name, summary in ((0, 201, "created", "The rematch, created by this call"),
                                             (1, 200, "joined", "The rematch another player created")):
             again = self.games.rematch(table.game_id, table.tokens[seat])
             self.example("rematch", status, name, summary,
                          {"game": again.view, "players": [vars(p) for p in again.players]})
+
+    def over(self, table: _Table) -> None:
+        """A finished match's record, replay and analysis."""
+        record = self.records.record(table.game_id)
+        self.example("getRecord", 200, "json", "The record of a short match", record)
+        self.example("getRecord", 200, "text", "The same record as text (format=text)", self.records.text(table.game_id),
+                     media="text/plain")
+        self.example("getReplay", 200, "step", "The match after its third step",
+                     self.records.replay(table.game_id, 3))
+        self.refused(lambda: self.records.replay(table.game_id, record["steps"] + 1))  # step_out_of_range
+        self.example("getAnalysis", 200, "analysis", "The strong policy's view of each decision",
+                     self.records.analysis(table.game_id, "example-client"))
 
     def box(self) -> None:
         """A box match: creation, and the sitter's advice."""

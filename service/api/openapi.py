@@ -187,7 +187,8 @@ def finish(document: dict, examples: Mapping[str, Mapping[str, Mapping[str, dict
     - The headers of every response: ``X-Request-ID`` everywhere, the rate-limit headers on every
       response of the operations the limiter counts (the shared problem responses declare them
       once, in ``components/responses``).
-    - ``examples[operationId][status]``: named examples of that response's JSON body.
+    - ``examples[operationId][status]``: named examples of that response's body (JSON, or the
+      media type an example names as its ``media``).
     - No examples of objects on the properties that refer to them (``examples_on_components``).
     """
     examples_on_components(document["components"]["schemas"])
@@ -206,10 +207,18 @@ def finish(document: dict, examples: Mapping[str, Mapping[str, Mapping[str, dict
                 headers[REQUEST_ID] = header_ref(REQUEST_ID)
                 if name not in UNLIMITED_OPERATIONS:
                     headers.update(limited)
-                named = examples.get(name, {}).get(status)
-                if named:
-                    response["content"]["application/json"]["examples"] = dict(named)
+                for media, named in _by_media(examples.get(name, {}).get(status, {})).items():
+                    response["content"][media]["examples"] = named
     return document
+
+
+def _by_media(named: Mapping[str, dict]) -> dict[str, dict]:
+    """Named examples grouped by media type: an example's ``media`` (default JSON), left out."""
+    grouped: dict[str, dict] = {}
+    for example_name, example in named.items():
+        shown = {key: value for key, value in example.items() if key != "media"}
+        grouped.setdefault(example.get("media", "application/json"), {})[example_name] = shown
+    return grouped
 
 
 def examples_on_components(schemas: dict[str, dict]) -> None:

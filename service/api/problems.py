@@ -64,6 +64,9 @@ TITLES = {
     "internal_error": "Internal error",
     "rate_limited": "Too many requests",
     "too_many_streams": "Too many open streams",
+    "record_incomplete": "The match's record is not complete",
+    "step_out_of_range": "No such step in this match",
+    "analysis_quota_exceeded": "Too many analyses computed",
 }
 
 # HTTP errors raised by Flask/werkzeug (routing, body limits) and their codes.
@@ -291,7 +294,8 @@ PROBLEM_RESPONSES: dict[int | str, ProblemResponse] = {
                          ("game_not_found",)),
     409: ProblemResponse("Conflict", "The rules forbid this now, or the game changed meanwhile", (
         "not_your_turn", "wrong_phase", "game_finished", "conflict", "card_not_in_hand", "cannot_discard_drawn_card",
-        "deadwood_too_high", "invalid_melds", "invalid_layoff", "game_not_finished", "advice_limit_reached")),
+        "deadwood_too_high", "invalid_melds", "invalid_layoff", "game_not_finished", "advice_limit_reached",
+        "record_incomplete")),
     410: ProblemResponse("Gone", "The game expired (it answers so for a while after; then 404)", ("game_expired",)),
     412: ProblemResponse("PreconditionFailed", "The game is not at the version named in If-Match",
                          ("version_mismatch",)),
@@ -300,10 +304,11 @@ PROBLEM_RESPONSES: dict[int | str, ProblemResponse] = {
     422: ProblemResponse("UnprocessableContent", "The request does not follow the schema, or names an unknown "
                          "card or rule option, or cannot be processed as it is", (
                              "invalid_request", "invalid_card", "invalid_rules", "no_human_seat",
-                             "callback_not_allowed", "idempotency_key_reused")),
+                             "callback_not_allowed", "idempotency_key_reused", "step_out_of_range")),
     429: ProblemResponse("TooManyRequests", "Too many requests from this client (only when the server limits the "
-                         "rate), too many games created, or too many streams open; retry after the Retry-After delay",
-                         ("rate_limited", "creation_quota_exceeded", "too_many_streams")),
+                         "rate), too many games created or analyses computed, or too many streams open; retry after the "
+                         "Retry-After delay",
+                         ("rate_limited", "creation_quota_exceeded", "too_many_streams", "analysis_quota_exceeded")),
     503: ProblemResponse("ServiceUnavailable", "The game store cannot be reached or is full, or too many requests "
                          "wait; retry after the Retry-After delay",
                          ("store_unavailable", "store_full", "long_poll_capacity")),
@@ -437,8 +442,14 @@ EXAMPLE_DETAILS = {
                      "(ace low)",
     "conflict": "the game kept changing; try again",
     "too_many_streams": "at most 200 streams may be open at once per address on this server",
+    "record_incomplete": "this match was longer than the events the service keeps per match, so its record cannot "
+                         "be complete",
+    "analysis_quota_exceeded": "at most 10 analyses may be computed per minute (analyses already made are not "
+                               "counted)",
 }
 EXAMPLE_PARAMS = {
+    "record_incomplete": {"first_kept": 1201},
+    "analysis_quota_exceeded": {"retry_after": 42, "limit": 10},
     "payload_too_large": {"max_bytes": 65536},
     "rate_limited": {"retry_after": 42},
     "creation_quota_exceeded": {"retry_after": 60, "limit": 600},

@@ -12,6 +12,7 @@ import marshmallow as ma
 from service import rules
 from service.api.fields import doc
 from service.bots import Level
+from service.records.analysis import GIN, KNOCK
 
 VARIANT = "Variant"
 MATCH_STATUS = "MatchStatus"
@@ -22,6 +23,7 @@ DRAW_SOURCE = "DrawSource"
 TURN_ACTION = "TurnAction"
 BOT_LEVEL = "BotLevel"
 METADATA = "Metadata"
+MISSED_CHANCE = "MissedChance"
 
 ENUMS: dict[str, tuple[tuple[str, ...], str]] = {
     VARIANT: (tuple(rules.VARIANTS), "`classic` (2 players) or `box` (3 players, \"in the box\")"),
@@ -34,6 +36,7 @@ ENUMS: dict[str, tuple[tuple[str, ...], str]] = {
                   "`stock`, or `discard` (the discard pile; during the upcard offer, the upcard)"),
     TURN_ACTION: (tuple(a.value for a in rules.TURN_ACTIONS), "An action of a seat's turn"),
     BOT_LEVEL: (tuple(level.value for level in Level), "How well a bot plays"),
+    MISSED_CHANCE: ((GIN, KNOCK), "What a person let pass at a discard: a gin, or else a knock, that was open"),
 }
 METADATA_MAX_BYTES = 1024
 # What the stored record's serialiser (orjson) writes: signed 64-bit integers, and nesting to a

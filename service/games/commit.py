@@ -11,7 +11,7 @@ import hashlib
 import json
 import logging
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from service import rules, tokens
 from service.games import notices
@@ -96,15 +96,16 @@ def replayed(stored: str, fingerprint: str) -> Reply | None:
 
 
 def commit(ctx: Context, game_id: str, expected_version: int, before: rules.Match, after: Record,
-           events: list[rules.Event], reply: IdempotentResponse | None = None) -> None:
-    """Save ``after`` over the version the change started from, with every effect.
+           events: list[rules.Event], reply: IdempotentResponse | None = None, at: float | None = None) -> None:
+    """Save ``after`` over the version the change started from, with every effect. ``at`` is
+    the clock reading the engine applied the change at (default: now).
 
     Raises VersionConflict (another change won), GameExpired, GameMissing, StoreFull, StoreError."""
     match = after.match
     ended = not before.is_finished and match.is_finished
     players = tuple(after.players())
     effects = effects_of(ctx, game_id, after, events, notices.turn_mark(before), ctx.settings.game_ttl_seconds,
-                         index_finish=players if ended else (), index_keep=players, reply=reply)
+                         at=at, index_finish=players if ended else (), index_keep=players, reply=reply)
     ctx.store.save(game_id, expected_version, after.dump(), match.version, effects)
     for event in events:
         if event.seat is not None and event.type.value in _MOVES:
@@ -127,14 +128,17 @@ _MOVES = frozenset(kind.value for kind in rules.ActionType)
 
 
 def effects_of(ctx: Context, game_id: str, after: Record, events: list[rules.Event], before: notices.TurnMark,
-               ttl: int, **index_and_reply) -> Effects:
-    """What a write of ``after`` does besides the state: its events, deadline, webhooks (the
-    turn ``before`` tells whether one begins) and, in ``index_and_reply``, the player index
-    and the idempotent response."""
+               ttl: int, at: float | None = None, **index_and_reply) -> Effects:
+    """What a write of ``after`` does besides the state: its events (stamped with ``at``, the
+    clock reading of the change, default now), deadline, webhooks (the turn ``before`` tells
+    whether one begins) and, in ``index_and_reply``, the player index and the idempotent response."""
     match = after.match
     announced = notices.notices(game_id, after, before, events, ctx.now())
+    # Milliseconds since the creation, floored like the creation time: a replay that applies each
+    # action at its recorded time then reproduces the deadlines that the views showed.
+    elapsed = max(int((ctx.now() if at is None else at) * 1000) - after.created_at_ms, 0)
     return Effects(
-        events=tuple(rules.encode_event(event) for event in events),
+        events=tuple(rules.encode_event(replace(event, elapsed_ms=elapsed)) for event in events),
         event_count=match.event_count,
         ttl=ttl,
         tombstone_ttl=ctx.settings.tombstone_ttl_seconds,

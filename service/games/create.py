@@ -19,6 +19,7 @@ from service.games.errors import NotAllowed, TooMany, Unauthorized, Unprocessabl
 from service.games.record import Record, Seat
 from service.store.base import Claim, GameMissing, OutboxEntry
 from service.store.feed import FeedEntry
+from service.games.seeds import new_server_seed
 from service.tokens import hash_token
 from service.callback_urls import check_callback_url
 
@@ -42,6 +43,7 @@ class NewGame:
     metadata: dict | None = None
     callback_url: str | None = None
     rated: bool = False
+    client_seed: str = ""  # the creator's part of the fair shuffles (seeds.py)
 
 
 @dataclass(frozen=True)
@@ -101,7 +103,8 @@ def create(ctx: Context, new: NewGame, caller: Caller, idempotency_key: str | No
     now = ctx.now()
     seed = None if new.seed is None else secret.mixed_seed(new.seed)
     match, events = rules.new_match(new.variant, [seat.name for seat in new.seats], match_rules, seed,
-                                    [seat.level for seat in new.seats], now)
+                                    [seat.level for seat in new.seats], now, server_seed=new_server_seed(seed),
+                                    client_seed=new.client_seed)
     # Counted only once the request is known to be valid: a refused creation changes nothing.
     if settings.create_quota_per_minute:
         _check_quota(ctx, caller)
@@ -115,7 +118,7 @@ def create(ctx: Context, new: NewGame, caller: Caller, idempotency_key: str | No
     seats = tuple(Seat(None if token is None else hash_token(token), seat.external_id, seat.metadata)
                   for seat, token in zip(new.seats, issued))
     record, events = started(ctx, Record(match, seats, caller.owner, new.metadata, callback,
-                                         created_at_ms=int(now * 1000), rated=new.rated), events)
+                                         created_at_ms=int(now * 1000), rated=new.rated), events, now)
     created = store_new(ctx, game_id, record, events, fingerprint)
     if created is None:
         ctx.metrics.record_game_created(new.variant)
@@ -147,13 +150,14 @@ def create_seated(ctx: Context, game_id: str, seating: Seating, claims: tuple[Cl
     made already (the same id is derived by whoever pairs the same tickets). Each person's token
     is ``seat_token(ctx, game_id, label, seat)``. Raises ClaimLost (a claim no longer holds:
     nothing written), StoreError."""
+    now = ctx.now()
     match, events = rules.new_match(seating.variant, [seat.name for seat in seating.seats],
                                     rules.rules_for(seating.variant, seating.rules), None,
-                                    [seat.level for seat in seating.seats], ctx.now())
+                                    [seat.level for seat in seating.seats], now, server_seed=new_server_seed(None))
     seats = tuple(Seat(None if seat.level else hash_token(seat_token(ctx, game_id, seating.label, n)),
                        seat.external_id, seat.metadata) for n, seat in enumerate(seating.seats))
     record, events = started(ctx, Record(match, seats, seating.owner, None, seating.callback_url,
-                                         created_at_ms=int(ctx.now() * 1000), rated=seating.rated), events)
+                                         created_at_ms=int(now * 1000), rated=seating.rated), events, now)
     found = store_new(ctx, game_id, record, events, claims=claims, feed=feed, outbox=outbox)
     if found is None:
         ctx.metrics.record_game_created(seating.variant)
@@ -196,10 +200,12 @@ def check_rated(ctx: Context, owner: str | None, seats: tuple[NewSeat, ...]) -> 
                             field="players")
 
 
-def started(ctx: Context, record: Record, events: list[rules.Event]) -> tuple[Record, list[rules.Event]]:
+def started(ctx: Context, record: Record, events: list[rules.Event],
+            now: float | None = None) -> tuple[Record, list[rules.Event]]:
     """A new match played forward to the first person's turn (bots to act first play at once),
-    and its events with theirs: what is stored and what the creator is answered."""
-    match, more = flow.advance(record.match, ctx.now())
+    and its events with theirs: what is stored and what the creator is answered. ``now``: the
+    clock reading the match was dealt at (its record replays the bots' moves at that time)."""
+    match, more = flow.advance(record.match, ctx.now() if now is None else now)
     return record.with_match(match), events + more
 
 
@@ -211,7 +217,7 @@ def store_new(ctx: Context, game_id: str, record: Record, events: list[rules.Eve
 
     Returns None when it was stored, or (the record already there, its fingerprint)."""
     effects = effects_of(ctx, game_id, record, events, None, unstarted_ttl(ctx, record.match),
-                         index_add=tuple(record.players()))
+                         at=record.created_at_ms / 1000, index_add=tuple(record.players()))
     if claims or feed or outbox:
         effects = replace(effects, claims=claims, feed=effects.feed + feed, outbox=effects.outbox + outbox)
     found = ctx.store.create(game_id, record.dump(), record.match.version, effects, fingerprint, record.created_at_ms)
@@ -231,18 +237,20 @@ def unstarted_ttl(ctx: Context, match: rules.Match) -> int:
 
 def rematch_record(ctx: Context, old: Record, new_id: str) -> tuple[Record, list[rules.Event], list[str | None]]:
     """The next match between the same players, ``started``: same seats, rules, bots, ids,
-    metadata and callback, a fresh cut. Each person's token is derived from the hash of their current one."""
+    metadata, callback and client seed, a fresh server seed and so a fresh cut. Each person's
+    token is derived from the hash of their current one."""
     match = old.match
     seed = None if match.seed is None else hashlib.sha256(f"rematch:{match.seed}".encode()).hexdigest()[:32]
     now = ctx.now()
-    new_match, events = rules.new_match(match.variant, list(match.names), match.rules, seed, list(match.bots), now)
+    new_match, events = rules.new_match(match.variant, list(match.names), match.rules, seed, list(match.bots), now,
+                                        server_seed=new_server_seed(seed), client_seed=match.client_seed)
     issued = [None if seat.token_hash is None else ctx.secret().derived_token(new_id, "rematch", seat.token_hash)
               for seat in old.seats]
     seats = tuple(Seat(None if token is None else hash_token(token), seat.external_id, seat.metadata)
                   for seat, token in zip(old.seats, issued))
     record = Record(new_match, seats, old.owner, old.metadata, old.callback_url, created_at_ms=int(now * 1000),
                     rated=old.rated)
-    record, events = started(ctx, record, events)
+    record, events = started(ctx, record, events, now)
     return record, events, issued
 
 

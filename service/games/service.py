@@ -208,7 +208,7 @@ class GameService:
             # The move was meant for the game before the deadline passed: the missed turn is
             # played and saved, and the move is not applied to what follows (against a bot it
             # could be legal again), so a timeout and a late move never both apply.
-            self._commit_quietly(game_id, loaded.version, record, settled, settling)
+            self._commit_quietly(game_id, loaded.version, record, settled, settling, now)
             # A move conditional on the version it saw lost a race, as it would to another move.
             _check_precondition(retry, settled.version)
             raise ConcurrentChange("a turn deadline passed before this move arrived; reload the game")
@@ -221,7 +221,7 @@ class GameService:
             kept = stored_reply(key, reply, retry.fingerprint, self.ctx.settings.idempotency_ttl_seconds,
                                 with_body=not isinstance(action, rules.Advise))
         try:
-            commit(self.ctx, game_id, loaded.version, record.match, after, events + more, kept)
+            commit(self.ctx, game_id, loaded.version, record.match, after, events + more, kept, at=now)
         except VersionConflict:
             self.ctx.metrics.record_conflict()
             return self._after_conflict(game_id, token, key, retry)
@@ -347,12 +347,13 @@ class GameService:
         for _ in range(RETRIES):
             loaded = self.ctx.store.load(_known(game_id), present=present)
             record = parsed(loaded)
-            settled, events = self._due(record.match, self.ctx.now())
+            now = self.ctx.now()
+            settled, events = self._due(record.match, now)
             if not events:
                 return loaded, record
             after = record.with_match(settled)
             try:
-                commit(self.ctx, game_id, loaded.version, record.match, after, events)
+                commit(self.ctx, game_id, loaded.version, record.match, after, events, at=now)
             except VersionConflict:
                 continue  # someone else settled it or moved: read again
             return Loaded(after.dump(), settled.version, present=loaded.present), after
@@ -364,9 +365,9 @@ class GameService:
         return flow.advance(match, now)
 
     def _commit_quietly(self, game_id: str, version: int, record: Record, settled: rules.Match,
-                        events: list[rules.Event]) -> None:
+                        events: list[rules.Event], now: float) -> None:
         try:
-            commit(self.ctx, game_id, version, record.match, record.with_match(settled), events)
+            commit(self.ctx, game_id, version, record.match, record.with_match(settled), events, at=now)
         except VersionConflict:
             pass  # another request settled it first
 

@@ -10,7 +10,9 @@ from .hand import Hand, HandResult, KnockInfo, Outcome, Phase, hand_result_from_
 from .match import Match, MatchResult, Status
 from .options import Rules
 
-FORMAT = 2
+# 3: fair shuffles (the server and client seeds); 2 and 1 are still read (no server seed).
+FORMAT = 3
+READABLE_FORMATS = (1, 2, FORMAT)
 
 
 class UnknownFormat(Exception):
@@ -35,13 +37,14 @@ def encode(match: Match) -> dict:
         "result": match.result.as_dict() if match.result else None,
         "advice": list(match.advice), "version": match.version, "events": match.event_count,
         "bots": list(match.bots), "timeouts": list(match.timeouts),
+        "ss": match.server_seed, "cs": match.client_seed,
     }
 
 
 def decode(data: dict) -> Match:
-    """The match ``encode`` produced (this format or the first). Raises UnknownFormat."""
+    """The match ``encode`` produced (this format or an earlier one). Raises UnknownFormat."""
     fmt = data.get("fmt")
-    if fmt not in (1, FORMAT):
+    if fmt not in READABLE_FORMATS:
         raise UnknownFormat(f"stored game format {fmt!r} is not supported")
     seats = len(data["names"])
     last, result = data["last"], data["result"]
@@ -53,6 +56,7 @@ def decode(data: dict) -> Match:
         last_hand=_hand_result(last) if last else None, result=_match_result(result) if result else None,
         advice=tuple(data["advice"]), version=data["version"], event_count=data["events"],
         bots=tuple(data.get("bots") or (None,) * seats), timeouts=tuple(data.get("timeouts") or (0,) * seats),
+        server_seed=data.get("ss"), client_seed=data.get("cs") or "",
     )
 
 

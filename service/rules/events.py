@@ -7,7 +7,9 @@ replayed) but shown only to the seats in ``seen_by``; the deck order of a deal i
 
 Every event, whatever its type, has ``seq`` (from 1), ``type``, ``seat`` (who acted, or None),
 ``hand`` (the deal number, or None before the first deal), ``turn`` (the seat to act once the
-change that produced it is complete, or None) and ``bot`` (whether a computer chose it).
+change that produced it is complete, or None) and ``bot`` (whether a computer chose it). The
+service stores with each event when it applied it (``elapsed_ms``, kept for match records);
+the engine leaves it unset, and no view of an event shows it.
 """
 from __future__ import annotations
 
@@ -166,12 +168,16 @@ class Event:
     seen_by: tuple[int, ...] = ()
     turn: int | None = None
     bot: bool = False
+    # Milliseconds from the match's creation to the change that produced the event, set by the
+    # service when it stores it (the engine reads no clock); None for events stored before.
+    elapsed_ms: int | None = None
 
 
 # Storage: one line of text per event, fields in the registry's order. Fields are separated by
 # US (\x1f) and the public part, the secret part and the seats that may see it by RS (\x1e);
 # JSON text never holds either raw, so any field may be JSON. Most events are a draw or a
-# discard, a couple of dozen bytes each this way.
+# discard, a couple of dozen bytes each this way. ``elapsed_ms``, when set, is one more field
+# after the public ones (events stored without it have none there).
 FIELD_SEPARATOR = "\x1f"
 PART_SEPARATOR = "\x1e"
 
@@ -181,7 +187,10 @@ def encode_event(event: Event) -> str:
     spec = EVENT_TYPES[event.type]
     head = [str(event.seq), str(_INDEX_BY_TYPE[event.type]), _number(event.seat), _number(event.hand),
             _number(event.turn), "1" if event.bot else "0"]
-    parts = [FIELD_SEPARATOR.join(head + [_pack(f.kind, event.public[f.name]) for f in spec.public])]
+    public = [_pack(f.kind, event.public[f.name]) for f in spec.public]
+    if event.elapsed_ms is not None:
+        public.append(str(event.elapsed_ms))
+    parts = [FIELD_SEPARATOR.join(head + public)]
     if event.secret:
         parts.append(FIELD_SEPARATOR.join(_pack(f.kind, event.secret[f.name]) for f in spec.secret))
         parts.append(",".join(str(seat) for seat in event.seen_by))
@@ -196,13 +205,14 @@ def decode_event(stored: str) -> Event:
     seq, kind, seat, hand, turn, bot, *public_values = public_part.split(FIELD_SEPARATOR)
     spec = EVENT_TYPES[_TYPE_BY_INDEX[int(kind)]]
     public = {f.name: _unpack(f.kind, value) for f, value in zip(spec.public, public_values)}
+    elapsed = public_values[len(spec.public)] if len(public_values) > len(spec.public) else ""
     secret, seen_by = {}, ()
     if secret_parts:
         values, seen = secret_parts
         secret = {f.name: _unpack(f.kind, value) for f, value in zip(spec.secret, values.split(FIELD_SEPARATOR))}
         seen_by = tuple(int(s) for s in seen.split(",") if s)
     return Event(int(seq), spec.type, _unnumber(seat), _unnumber(hand), public, secret, seen_by, _unnumber(turn),
-                 bot == "1")
+                 bot == "1", _unnumber(elapsed))
 
 
 def redact_event(stored: str, viewer: int | None) -> dict:

@@ -7,13 +7,15 @@ version one higher and the numbered events of the change, or raises and changes 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from functools import lru_cache
 from enum import Enum
 
 from .actions import Advise, Resign, TurnAction
-from .cards import cards_of, new_deck, notation
+from .cards import Card, cards_of, new_deck, notation
+from .deals import cut_label, deal_label, derive_deck
 from .errors import Forbidden, IllegalMove, InvalidInput
 from .events import Event, EventType
 from .hand import Draft, Hand, HandResult, deal
@@ -102,6 +104,13 @@ class Match:
     event_count: int = 0
     bots: tuple[str | None, ...] = ()  # per seat: the bot's level, None for a person
     timeouts: tuple[int, ...] = ()  # per seat: moves the service played after a missed deadline
+    # Fair shuffles (deals.py): every deck follows from these. None: a match dealt before them,
+    # whose decks come from ``seed`` (or, without one, the OS's unpredictable source).
+    server_seed: str | None = None
+    client_seed: str = ""
+    # The decks of a match being replayed from its record, by label; never stored (a replay is
+    # rebuilt from its record every time).
+    replayed_decks: Mapping[str, Sequence[Card]] | None = field(default=None, compare=False, repr=False)
 
     @property
     def seat_count(self) -> int:
@@ -126,6 +135,16 @@ class Match:
 
     def is_bot(self, seat: int) -> bool:
         return self.bots[seat] is not None
+
+    def deck(self, label: str) -> list[Card]:
+        """The shuffled deck of ``label`` (``deals.cut_label``, ``deals.deal_label``).
+
+        Raises KeyError when a replayed match's record holds no deck of that label."""
+        if self.replayed_decks is not None:
+            return list(self.replayed_decks[label])
+        if self.server_seed is not None:
+            return derive_deck(self.server_seed, self.client_seed, label)
+        return new_deck(self.seed, label)
 
     def role(self, seat: int) -> Role:
         if self.variant == CLASSIC:
@@ -153,12 +172,17 @@ class Match:
 
 
 def new_match(variant: str, names: list[str], rules: Rules, seed: str | int | None = None,
-              bots: list[str | None] | None = None, now: float | None = None) -> tuple[Match, list[Event]]:
+              bots: list[str | None] | None = None, now: float | None = None, *, server_seed: str | None = None,
+              client_seed: str = "", replayed_decks: Mapping[str, Sequence[Card]] | None = None
+              ) -> tuple[Match, list[Event]]:
     """Cut for the deal and deal the first hand.
 
-    ``seed`` makes every shuffle of the match reproducible; ``bots`` gives each seat's bot level
-    (None for a person); ``now`` (epoch seconds) starts the first turn's clock when the rules
-    have ``turn_seconds``. Raises InvalidInput for a wrong player count.
+    ``server_seed`` and ``client_seed`` fix every deck of the match (deals.py); without a server
+    seed, ``seed`` makes every shuffle reproducible, and without either they are unpredictable.
+    ``seed`` also fixes the bots' random choices. ``replayed_decks`` (by label) replays a
+    recorded match. ``bots`` gives each seat's bot level (None for a person); ``now`` (epoch
+    seconds) starts the first turn's clock when the rules have ``turn_seconds``. Raises
+    InvalidInput for a wrong player count, KeyError for a replayed deck that is missing.
     """
     seats = SEATS[variant]
     if len(names) != seats:
@@ -166,10 +190,12 @@ def new_match(variant: str, names: list[str], rules: Rules, seed: str | int | No
                            params={"seats": seats})
     bots = tuple(bots) if bots is not None else (None,) * seats
     seed = None if seed is None else str(seed)
-    order, cut_drafts = _cut(seats, seed)
-    match = Match(variant, rules, tuple(names), seed, (0,) * seats, (0,) * seats, dealer=order[0],
-                  captain=order[1] if variant == BOX else None, sitter=order[2] if variant == BOX else None,
-                  bots=bots, timeouts=(0,) * seats)
+    unseated = Match(variant, rules, tuple(names), seed, (0,) * seats, (0,) * seats, dealer=0, bots=bots,
+                     timeouts=(0,) * seats, server_seed=server_seed, client_seed=client_seed,
+                     replayed_decks=replayed_decks)
+    order, cut_drafts = _cut(unseated)
+    match = replace(unseated, dealer=order[0], captain=order[1] if variant == BOX else None,
+                    sitter=order[2] if variant == BOX else None)
     dealt, deal_drafts = _deal_next(match, now)
     # The cut comes before any hand (no hand number) and announces the first turn.
     match, events = match._stamp(cut_drafts, turn=dealt.turn)
@@ -177,13 +203,15 @@ def new_match(variant: str, names: list[str], rules: Rules, seed: str | int | No
     return dealt, events + more
 
 
-def _cut(seats: int, seed: str | None) -> tuple[list[int], list[Draft]]:
-    """Seats from the highest cut card down; equal ranks cut again (every cut is recorded)."""
+def _cut(match: Match) -> tuple[list[int], list[Draft]]:
+    """Seats from the highest cut card down (seat s cuts the deck's card s); equal ranks cut
+    again (every cut is recorded)."""
+    seats = match.seat_count
     drafts: list[Draft] = []
     attempt = 0
     while True:
         attempt += 1
-        cut = new_deck(seed, f"cut:{attempt}")[:seats]
+        cut = match.deck(cut_label(attempt))[:seats]
         ranks = [c.rank for c in cut]
         decided = len(set(ranks)) == seats
         drafts.append(("cut", None, {"cards": notation(cut), "decided": decided}, {}))
@@ -194,7 +222,7 @@ def _cut(seats: int, seed: str | None) -> tuple[list[int], list[Draft]]:
 def _deal_next(match: Match, now: float | None) -> tuple[Match, list[Draft]]:
     """The match with the next hand dealt, and the drafts of the deal (not yet numbered)."""
     number = match.deals + 1
-    deck = new_deck(match.seed, f"deal:{number}")
+    deck = match.deck(deal_label(number))
     hand = deal(number, match.dealer, match.opponent_of_dealer, deck)
     match = replace(match, deals=number, hand=_clocked(hand, match.rules, now), advice=())
     roles = [match.role(s).value for s in range(match.seat_count)]

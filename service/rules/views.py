@@ -4,6 +4,7 @@ or a hand to anyone who may not see it). Hidden information is decided here and 
 from __future__ import annotations
 
 from .cards import cards_of, notation
+from .deals import commitment
 from .hand import Hand, Phase
 from .match import Match, Role, iso_time
 from .options import BOX, Rules
@@ -24,10 +25,19 @@ def view_for(match: Match, viewer: int | None) -> dict:
         "last_hand": match.last_hand.as_dict() if match.last_hand else None,
         "result": match.result.as_dict() if match.result else None,
         "last_seq": match.event_count,
+        "fairness": _fairness(match),
     }
     if viewer is not None:
         view["you"] = _you(match, viewer)
     return view
+
+
+def _fairness(match: Match) -> dict | None:
+    """The commitment to the match's server seed (never the seed) and the client seed; None for
+    a match dealt before fair shuffles."""
+    if match.server_seed is None:
+        return None
+    return {"commitment": commitment(match.server_seed), "client_seed": match.client_seed}
 
 
 def _public_hand(hand: Hand | None) -> dict | None:

@@ -278,6 +278,23 @@ class GameStore(abc.ABC):
         compress them keeps them as they are. Raises StoreError."""
 
     @abc.abstractmethod
+    def kept(self, game_id: str, name: str) -> str | None:
+        """The text kept with the game under ``name`` (``keep``), or None: none was kept, or the
+        game is gone. Raises StoreError."""
+
+    @abc.abstractmethod
+    def keep(self, game_id: str, name: str, text: str) -> None:
+        """Keep ``text`` with the game under ``name`` (replacing what was kept there): it lives,
+        expires and is deleted with the game; once the game is gone nothing is kept.
+        Raises StoreFull, StoreError."""
+
+    @abc.abstractmethod
+    def claim(self, game_id: str, name: str, seconds: int) -> bool:
+        """True for the first caller to claim ``name`` of the game within ``seconds`` (so that,
+        of concurrent requests, one computes what the others then read); the claim lapses after
+        ``seconds`` and goes with the game; False once the game is gone. Raises StoreFull, StoreError."""
+
+    @abc.abstractmethod
     def index_page(self, player: str, which: IndexList, before: tuple[int, str] | None,
                    limit: int) -> list[tuple[int, str, str]]:
         """Up to ``limit`` games of one player's ``which`` list as (created at in ms, game id,

@@ -1,7 +1,8 @@
 """Names of the Redis keys of a game and of a shard (see service/ids.py for the shards).
 
 Per game, under the hash tag ``{<game id>}``: ``:s`` (hash: v = version, s = state, f =
-creation fingerprint, o = events trimmed), ``:e`` (events), ``:x`` (tombstone),
+creation fingerprint, o = events trimmed, a = archived events, k:<name> = what is kept with the
+game such as its analysis, c:<name> = who is computing it), ``:e`` (events), ``:x`` (tombstone),
 ``:i:<sha256>`` (idempotent responses), ``:o`` (hash: the presence marks of the processes
 holding a stream or long-poll of a seat, ``<process>:<seat>``), and the shard channel ``:n``
 (SPUBLISH of the event count after every write, and of ``p`` after a presence mark). Per shard, under ``{s<k>}``: ``:outbox`` (webhook deliveries),

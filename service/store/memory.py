@@ -55,6 +55,8 @@ class _Game:
     fingerprint: str = ""
     trimmed: int = 0
     ratings: str | None = None
+    kept: dict[str, str] = field(default_factory=dict)
+    claims: dict[str, float] = field(default_factory=dict)  # name: when claimed (monotonic)
 
 
 @dataclass(frozen=True)
@@ -221,6 +223,30 @@ class MemoryStore(GameStore):
         """Wake every waiter (the process is stopping: ``notify.stop_waiting``)."""
         with self._changed:
             self._changed.notify_all()
+
+    def kept(self, game_id: str, name: str) -> str | None:
+        """What ``keep`` kept with the game under ``name``, or None."""
+        with self._lock:
+            game = self._live_game(game_id, time.monotonic())
+            return None if game is None else game.kept.get(name)
+
+    def keep(self, game_id: str, name: str, text: str) -> None:
+        """Keep ``text`` with the game (nothing once the game is gone)."""
+        with self._lock:
+            game = self._live_game(game_id, time.monotonic())
+            if game is not None:
+                game.kept[name] = text
+
+    def claim(self, game_id: str, name: str, seconds: int) -> bool:
+        """Whether no claim of ``name`` was made in the last ``seconds`` (the game must live)."""
+        with self._lock:
+            now = time.monotonic()
+            game = self._live_game(game_id, now)
+            claimed = None if game is None else game.claims.get(name)
+            if game is None or (claimed is not None and now - claimed < seconds):
+                return False
+            game.claims[name] = now
+            return True
 
     def index_page(self, player: str, which: IndexList, before: tuple[int, str] | None,
                    limit: int) -> list[tuple[int, str, str]]:

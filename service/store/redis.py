@@ -94,6 +94,9 @@ SPREAD_SHARE = 0.2
 # oldest go first, approximately; Redis trims whole nodes of the stream).
 OUTBOX_MAX_LENGTH = 50000
 SECRET_KEY = "server-secret"
+# What is kept with a game (``keep``) is a field of its state hash named this plus the name.
+KEPT_FIELD = "k:"
+CLAIM_FIELD = "c:"
 
 # Shared by both scripts: append events (trimming the oldest beyond the maximum), webhook
 # deliveries, feed entries and the deadline; ARGV[i] is the count of events, then the events,
@@ -229,6 +232,28 @@ return 1
 """
 
 
+# KEYS: state. ARGV: 1 the field, 2 the text. Kept in the game's state hash, so it expires and
+# goes with the game; only if the game still exists (HSET would make a key that never expires).
+KEEP_LUA = """#!lua
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+return 1
+"""
+
+# KEYS: state. ARGV: 1 the claim's field, 2 now (epoch seconds), 3 how long a claim holds.
+# A claim is the time it was made, in the game's state hash (it goes with the game); a claim
+# older than ARGV[3] has lapsed and may be taken again. 1: claimed; 0: someone holds it, or
+# the game is gone.
+CLAIM_LUA = """#!lua
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local held = tonumber(redis.call('HGET', KEYS[1], ARGV[1]))
+local now = tonumber(ARGV[2])
+if held and now - held < tonumber(ARGV[3]) then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+return 1
+"""
+
+
 # KEYS: state, events. ARGV: 1 the number of the last event the reader has.
 # The events after it, in one round trip: the list holds the events after the first 'o' ones
 # (trimmed past max_events, or archived), and the archive 'a' holds the ones just before the
@@ -283,6 +308,8 @@ class _Connection:
     events: Script
     note_ratings: Script
     presence: Script
+    keep: Script
+    claim: Script
     notifier: notify.Notifier
 
 
@@ -510,6 +537,23 @@ class RedisStore(GameStore):
         with store_errors():
             return self._live_seats(self._connection().client.hgetall(keys.presence))
 
+    def kept(self, game_id: str, name: str) -> str | None:
+        """HGET of the state hash's ``k:<name>``. Raises StoreError."""
+        with store_errors():
+            return self._connection().client.hget(self._keys(game_id).state, KEPT_FIELD + name)
+
+    def keep(self, game_id: str, name: str, text: str) -> None:
+        """HSET of ``k:<name>`` in the state hash, if the game exists (KEEP_LUA). Raises StoreFull, StoreError."""
+        with store_errors():
+            self._connection().keep(keys=[self._keys(game_id).state], args=[KEPT_FIELD + name, text])
+
+    def claim(self, game_id: str, name: str, seconds: int) -> bool:
+        """The claim ``c:<name>`` in the state hash (CLAIM_LUA). Raises StoreFull, StoreError."""
+        with store_errors():
+            claimed = self._connection().claim(keys=[self._keys(game_id).state],
+                                               args=[CLAIM_FIELD + name, repr(time.time()), seconds])
+        return claimed == 1
+
     def index_page(self, player: str, which: IndexList, before: tuple[int, str] | None,
                    limit: int) -> list[tuple[int, str, str]]:
         """Up to ``limit`` live games of a player's list, newest first, after the cursor ``before``.
@@ -646,7 +690,7 @@ class RedisStore(GameStore):
                     self._built = _Connection(
                         client, *(_ReloadingScript(client, text) for text in (CREATE_LUA, SAVE_LUA, ARCHIVE_LUA,
                                                                                EVENTS_LUA, NOTE_RATINGS_LUA,
-                                                                               PRESENCE_LUA)),
+                                                                               PRESENCE_LUA, KEEP_LUA, CLAIM_LUA)),
                         notify.Notifier(client, self._max_waiters),
                     )
         return self._built

@@ -241,6 +241,47 @@ def test_the_index_leaves_out_games_that_expired(store: GameStore) -> None:
     assert [game for _, game, _ in store.index_page(player, IndexList.ACTIVE, None, 10)] == [long]
 
 
+def test_what_is_kept_with_a_game_reads_back_and_goes_with_the_game(store: GameStore) -> None:
+    game_id = new_id()
+    store.create(game_id, state_text("v1"), 1, effects("e1", ttl=1))
+    assert store.kept(game_id, "analysis") is None
+    store.keep(game_id, "analysis", "Zoë's analysis")
+    store.keep(game_id, "other", "x")
+    assert store.kept(game_id, "analysis") == "Zoë's analysis" and store.kept(game_id, "other") == "x"
+    assert store.load(game_id) == Loaded(state_text("v1"), 1, None)  # the game itself is unchanged
+    time.sleep(1.3)
+    assert store.kept(game_id, "analysis") is None
+    store.keep(game_id, "analysis", "too late")  # a game that is gone keeps nothing...
+    assert store.kept(game_id, "analysis") is None
+    with pytest.raises(GameExpired):  # ...and is not brought back
+        store.load(game_id)
+
+
+def test_one_claim_holds_until_it_lapses(store: GameStore, game: str) -> None:
+    assert store.claim(game, "analysis", 1) is True
+    assert store.claim(game, "analysis", 1) is False
+    assert store.claim(game, "other", 1) is True
+    time.sleep(1.1)
+    assert store.claim(game, "analysis", 1) is True
+    assert store.claim(new_id(), "analysis", 1) is False  # no game, no claim
+
+
+def test_of_racing_claims_exactly_one_wins(store: GameStore, game: str) -> None:
+    won: list[bool] = []
+    barrier = threading.Barrier(8)
+
+    def race() -> None:
+        barrier.wait()
+        won.append(store.claim(game, "analysis", 30))
+
+    threads = [threading.Thread(target=race) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(won) == [False] * 7 + [True]
+
+
 def test_counters_count_per_window(store: GameStore) -> None:
     key = f"k{new_id()}"
     assert [store.count(key, 60) for _ in range(3)] == [1, 2, 3]

@@ -7,6 +7,7 @@ so a route only hands the loaded action to the use case.
 from __future__ import annotations
 
 import json
+import unicodedata
 
 import marshmallow as ma
 
@@ -32,6 +33,7 @@ from service.bots import Level
 from service.config import LONGEST_WAIT_SECONDS
 from service.games import NewGame, NewSeat
 from service.callback_urls import MAX_URL_LENGTH
+from service.games.seeds import CLIENT_SEED_MAX
 
 F = ma.fields
 NAME_MAX = 40
@@ -81,6 +83,19 @@ def _check_storable(metadata: dict) -> None:
             raise ma.ValidationError(f"Integers must be within 64 bits ({lowest} to {highest}).")
 
 
+class ClientSeed(F.String):
+    """A client seed: 1 to ``CLIENT_SEED_MAX`` characters, none of them a control character or a
+    lone surrogate (its UTF-8 text is what the shuffle hashes), kept exactly as sent."""
+
+    def _deserialize(self, value, attr, data, **kwargs) -> str:
+        text = super()._deserialize(value, attr, data, **kwargs)
+        if not 1 <= len(text) <= CLIENT_SEED_MAX:
+            raise ma.ValidationError(f"Length must be between 1 and {CLIENT_SEED_MAX}.")
+        if any(unicodedata.category(char) in ("Cc", "Cs") for char in text):
+            raise ma.ValidationError("Not allowed: control characters and lone surrogates.")
+        return text
+
+
 def metadata_field(description: str, example: dict) -> Metadata:
     return Metadata(allow_none=True, metadata={**doc(f"{description}; a JSON object of at most {METADATA_MAX_BYTES} "
                                                       "bytes, returned as it was sent", example), "component": METADATA})
@@ -126,6 +141,12 @@ class CreateGameRequestSchema(ma.Schema):
                      "deployment); omit it for an unpredictable deal", 42),
     )
     metadata = metadata_field("Your own data about this match", {"tournament": "spring"})
+    client_seed = ClientSeed(metadata={
+        **doc(f"Your part of the fair shuffle, 1–{CLIENT_SEED_MAX} characters (no control characters): every "
+              "deal follows from it and the server's secret seed, whose SHA-256 every view shows as "
+              "`fairness.commitment` and which the record reveals once the match is over (docs/fairness.md)",
+              "my lucky seed"),
+        "minLength": 1, "maxLength": CLIENT_SEED_MAX})
     # The length is checked with the rest of the URL (callback_not_allowed, reason too_long).
     callback_url = F.String(
         validate=ma.validate.Length(min=1),
@@ -142,7 +163,7 @@ class CreateGameRequestSchema(ma.Schema):
     @ma.post_load
     def _new_game(self, data, **kwargs):
         return NewGame(data["variant"], tuple(data["players"]), data.get("rules"), data.get("seed"),
-                       data.get("metadata"), data.get("callback_url"), data["rated"])
+                       data.get("metadata"), data.get("callback_url"), data["rated"], data.get("client_seed", ""))
 
 
 def _variant_request(variant: str, seats: int) -> type[ma.Schema]:

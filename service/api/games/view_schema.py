@@ -241,6 +241,18 @@ class ResultSchema(ResponseSchema):
                                  "aborted match", required=True, allow_none=True)
 
 
+EXAMPLE_COMMITMENT = "331ab04caa328927f706627b812f4139f9ec42a6d61f17e468a70c41a48d8f67"
+
+
+class FairnessSchema(ResponseSchema):
+    commitment = F.String(required=True, metadata={
+        **doc("Lowercase hex SHA-256 of the UTF-8 text of the match's secret server seed, shown from "
+              "creation; the record of the finished match reveals the seed (docs/fairness.md)", EXAMPLE_COMMITMENT),
+        "pattern": "^[0-9a-f]{64}$"})
+    client_seed = F.String(required=True, metadata=doc("The creator's client seed (empty when none was given)",
+                                                       "my lucky seed"))
+
+
 class GameViewSchema(ResponseSchema):
     """A match as one viewer may see it."""
 
@@ -261,3 +273,5 @@ class GameViewSchema(ResponseSchema):
                           metadata=doc("Once a player asked for a rematch: the id of the next match", "g_Q3xv0Jb8mPq1WZAkq5t2Rw"))
     last_seq = F.Integer(required=True, metadata=doc(
         "The number of the last event this view includes: follow on with `/events?after=` it", 57))
+    fairness = nested(FairnessSchema, "The fair shuffle's commitment (null for a match dealt before fair shuffles "
+                                      "existed)", required=True, allow_none=True)
