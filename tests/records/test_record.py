@@ -20,7 +20,8 @@ from service.store.memory import MemoryStore
 from tests.records.support import finished, level_policy, schema, start
 
 VARIANTS = {"classic": [None, "strong"], "box": [None, None, "standard"]}
-SERVICE_ONLY = ("id", "metadata", "rematch_id")
+SERVICE_ONLY = ("id", "metadata", "rematch_id", "rated")
+SERVICE_ONLY_OF_PLAYERS = ("external_id", "metadata", "rating", "online")
 
 
 @pytest.fixture(scope="module", params=["classic", "box"])
@@ -33,7 +34,9 @@ def played(request):
 def engine_view(view: dict) -> dict:
     """A view as the engine alone builds it (without what the service adds)."""
     shown = {key: value for key, value in view.items() if key not in SERVICE_ONLY}
-    shown["players"] = [{k: v for k, v in p.items() if k not in ("external_id", "metadata")} for p in view["players"]]
+    shown["players"] = [{k: v for k, v in p.items() if k not in SERVICE_ONLY_OF_PLAYERS} for p in view["players"]]
+    if shown["result"] is not None:
+        shown["result"] = {k: v for k, v in shown["result"].items() if k != "rating_changes"}
     return shown
 
 

@@ -230,12 +230,19 @@ class RatingChangeSchema(ResponseSchema):
     volatility = F.Float(required=True, metadata=doc("Volatility after the match", 0.059999))
 
 
-class ResultSchema(ResponseSchema):
+class MatchResultSchema(ResponseSchema):
+    """How a match ended, as the engine tells it (a record's result)."""
+
     status = F.String(required=True, validate=ma.validate.OneOf([Status.FINISHED.value, Status.ABORTED.value]),
                       metadata=doc("`finished` (played out or resigned) or `aborted`", "finished"))
     winner = F.Integer(required=True, allow_none=True, metadata=doc("Seat that won the match (null when aborted)", 0))
     forfeit = F.Integer(required=True, allow_none=True, metadata=doc("The seat that resigned, if one did", 1))
     players = nested_list(ResultPlayerSchema, "Final figures per seat", required=True)
+
+
+class ResultSchema(MatchResultSchema):
+    """How a match ended, with what the service adds: a rated match's rating changes."""
+
     rating_changes = nested_list(RatingChangeSchema, "A rated match's changes to its people's ratings, once "
                                  "applied (within about a second of the end); null before, and for an unrated or "
                                  "aborted match", required=True, allow_none=True)

@@ -10,7 +10,7 @@ from service.api.openapi import API_KEY_ONLY
 from service.api.parser import ApiBlueprint
 from service.api.players.routes import EXTERNAL_ID_PARAMETER, checked_external_id
 from service.api.problems import documents_problems
-from service.api.ratings.schemas import (HistoryQuerySchema, HistorySchema, LeaderboardQuerySchema, LeaderboardSchema,
+from service.api.ratings.schemas import (RatingHistoryQuerySchema, RatingHistorySchema, LeaderboardQuerySchema, LeaderboardSchema,
                                          PlayerRatingsSchema)
 from service.ratings.service import VARIANTS
 from service.rules.errors import InvalidInput
@@ -65,8 +65,8 @@ class PlayerRatings(MethodView):
            parameters=[EXTERNAL_ID_PARAMETER, VARIANT_PARAMETER])
 class RatingHistory(MethodView):
     @blp.doc(operationId="getRatingHistory", security=API_KEY_ONLY)
-    @blp.arguments(HistoryQuerySchema(), location="query")
-    @blp.response(200, HistorySchema)
+    @blp.arguments(RatingHistoryQuerySchema(), location="query")
+    @blp.response(200, RatingHistorySchema)
     @documents_problems(blp, READ_PROBLEMS)
     def get(self, query, external_id, variant):
         """A player's rating history

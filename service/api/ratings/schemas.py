@@ -46,12 +46,12 @@ class PlayerRatingsSchema(ResponseSchema):
     ratings = nested_list(VariantRatingSchema, "One entry per variant the player has played rated", required=True)
 
 
-class HistoryQuerySchema(ma.Schema):
+class RatingHistoryQuerySchema(ma.Schema):
     cursor = _cursor()
     limit = _limit("Matches", 20)
 
 
-class HistoryEntrySchema(ResponseSchema):
+class RatingHistoryEntrySchema(ResponseSchema):
     game_id = F.String(required=True, metadata=doc("The rated match", "g_Q3xv0Jb8mPq1WZAkq5t2Rw"))
     at = F.String(required=True, metadata={**doc("When it ended (UTC)", "2026-12-01T10:00:00Z"), "format": "date-time"})
     rating = F.Float(required=True, metadata=doc("Rating after it", 1662.31))
@@ -59,8 +59,8 @@ class HistoryEntrySchema(ResponseSchema):
     delta = F.Float(required=True, metadata=doc("Change of the rating by it", 12.7))
 
 
-class HistorySchema(ResponseSchema):
-    history = nested_list(HistoryEntrySchema, "Rated matches, newest first", required=True)
+class RatingHistorySchema(ResponseSchema):
+    history = nested_list(RatingHistoryEntrySchema, "Rated matches, newest first", required=True)
     next_cursor = _next_cursor()
 
 

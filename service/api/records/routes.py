@@ -11,7 +11,7 @@ from service.api.parser import ApiBlueprint
 from service.api.problems import documents_problems
 from service.api.records.schemas import (MatchAnalysisSchema, RecordQuerySchema, RecordSchema, ReplayQuerySchema,
                                          ReplaySchema)
-from service.ratelimit import client_identity
+from service.middleware.rate_limit import client_identity
 from service.records.service import RecordService
 from service.store.base import StoreError
 from service.tokens import ServerSecret

@@ -7,7 +7,7 @@ import marshmallow as ma
 
 from service.api.fields import ResponseSchema, card_field, card_list, doc, melds_field, nested, nested_list
 from service.api.games.view_schema import (EXAMPLE_COMMITMENT, EXAMPLE_GAME_ID, EXAMPLE_MELDS, GameViewSchema,
-                                           LastHandSchema, LayoffItemSchema, ResultSchema, RulesSchema,
+                                           LastHandSchema, LayoffItemSchema, MatchResultSchema, RulesSchema,
                                            SuggestedActionSchema, YouSchema)
 from service.api.vocabulary import BOT_LEVEL, DRAW_SOURCE, MISSED_CHANCE, PHASE, ROLE, VARIANT, enum_field
 from service.records.analysis import FORMAT as ANALYSIS_FORMAT
@@ -117,7 +117,7 @@ class RecordSchema(ResponseSchema):
                                               "match dealt before fair shuffles", required=True, allow_none=True)
     cuts = nested_list(CutSchema, "The cuts for the seats, in order", required=True)
     hands = nested_list(RecordHandSchema, "Every hand, in order", required=True)
-    result = nested(ResultSchema, "The match's result", required=True)
+    result = nested(MatchResultSchema, "The match's result", required=True)
     steps = F.Integer(required=True, metadata=doc("How many steps (actions) the match had", 187))
 
 
