@@ -15,7 +15,7 @@ from tests.api.conftest import build_app
 CHECKED_IN = Path(__file__).resolve().parents[2] / "openapi" / "openapi.json"
 # Routes outside the API contract: Prometheus metrics and the files of the docs and watch pages.
 UNDOCUMENTED = {"/metrics", "/docs/start.js", "/docs/assets/<path:filename>",
-                "/docs/<any(rules, api, records, fairness):name>.md",
+                "/docs/<any(rules, api, records, fairness, ratings):name>.md",
                 "/watch/assets/<any('watch.css', 'watch.js'):filename>"}
 
 
@@ -250,7 +250,7 @@ def test_the_rules_link_works_from_the_served_docs_page(app, spec):
 def test_the_served_guides_link_to_each_other(app):
     # docs/rules.md and docs/api.md link to each other as siblings; served under /docs, so are they.
     client = app.test_client()
-    for name in ("rules", "api", "records", "fairness"):
+    for name in ("rules", "api", "records", "fairness", "ratings"):
         text = client.get(f"/docs/{name}.md").get_data(as_text=True)
         assert text == (CHECKED_IN.parents[1] / "docs" / f"{name}.md").read_text(encoding="utf-8")
         siblings = set(re.findall(r"\]\(([a-z]+\.md)(?:#[^)]*)?\)", text))

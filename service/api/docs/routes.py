@@ -4,7 +4,7 @@
 The document's ``externalDocs`` names the rules as ``../docs/rules.md``: relative to the checked-in
 document that is the repository's docs/rules.md, and from the page /docs it is /docs/rules.md,
 which serves the same text (packaged with the service). The API guide, docs/api.md, and the
-guides it links to (records.md, fairness.md) are served next to it, so the links between them
+guides it links to (records.md, fairness.md, ratings.md) are served next to it, so the links between them
 work on a running service too."""
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ assets = Blueprint("docs_assets", __name__)
 ASSET_MAX_AGE_SECONDS = 3600
 # The guides served under /docs, by name (files packaged with the service: links to docs/).
 GUIDES = {name: resources.files(__package__).joinpath(f"{name}.md").read_text(encoding="utf-8")
-          for name in ("rules", "api", "records", "fairness")}
+          for name in ("rules", "api", "records", "fairness", "ratings")}
 PAGE = """<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -100,7 +100,7 @@ def asset(filename: str) -> Response:
     return send_from_directory(swagger_ui_path, filename, max_age=ASSET_MAX_AGE_SECONDS)
 
 
-@assets.route("/docs/<any(rules, api, records, fairness):name>.md", endpoint="guide")
+@assets.route("/docs/<any(rules, api, records, fairness, ratings):name>.md", endpoint="guide")
 def guide(name: str) -> Response:
     response = Response(GUIDES[name], mimetype="text/markdown")
     response.cache_control.max_age = ASSET_MAX_AGE_SECONDS
