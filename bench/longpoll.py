@@ -31,13 +31,14 @@ import platform
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT)]
 
 import redis  # noqa: E402
+
+from bench.bench_redis import bench_redis  # noqa: E402
 
 from tests.e2e.waiters import (  # noqa: E402
     Follower,
@@ -52,7 +53,6 @@ from tests.e2e.waiters import (  # noqa: E402
     wake_latencies,
 )
 from tests.gunicorn_server import GunicornServer  # noqa: E402
-from tests.redis_servers import RedisServer  # noqa: E402
 
 WAIT_SECONDS = 30
 QUIET_SECONDS = 5.0
@@ -160,24 +160,16 @@ def main() -> None:
           f"Python {platform.python_version()}; load average {os.getloadavg()[0]:.2f} at start")
     print(f"{options.waiters} long-polls over {options.games} matches, {options.movers} movers every "
           f"{options.interval} s, {options.workers} gevent workers")
-    with tempfile.TemporaryDirectory() as directory:
-        own = None if options.redis_url else RedisServer(Path(directory) / "redis").start()
-        url = options.redis_url or own.url
-        prefix = f"bench:{uuid.uuid4().hex}:"
-        server = GunicornServer(Path(directory) / "service", {"REDIS_URL": url, "KEY_PREFIX": prefix, **SERVICE_SETTINGS},
+    with tempfile.TemporaryDirectory() as directory, bench_redis(Path(directory), options.redis_url) as store:
+        server = GunicornServer(Path(directory) / "service",
+                                {"REDIS_URL": store.url, "KEY_PREFIX": store.prefix, **SERVICE_SETTINGS},
                                 workers=options.workers, ready_path="/readyz")
         try:
             server.start()
-            with redis.Redis.from_url(url) as client:
+            with redis.Redis.from_url(store.url) as client:
                 asyncio.run(run(options, server.port, client))
         finally:
             server.stop()
-            if own is not None:
-                own.stop()
-            else:
-                with redis.Redis.from_url(url) as client:
-                    for key in client.scan_iter(match=f"{prefix}*", count=1000):
-                        client.delete(key)
     print(f"load average {os.getloadavg()[0]:.2f} at the end")
 
 

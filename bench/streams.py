@@ -34,7 +34,6 @@ import resource
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,9 +41,10 @@ sys.path[:0] = [str(ROOT)]
 
 import redis  # noqa: E402
 
+from bench.bench_redis import bench_redis  # noqa: E402
+
 from tests.e2e.waiters import HealthProbe, Mover, changed, command_calls, create_games, percentile  # noqa: E402
 from tests.gunicorn_server import TEST_API_KEY, GunicornServer  # noqa: E402
-from tests.redis_servers import RedisServer  # noqa: E402
 
 QUIET_SECONDS = 20.0
 OPEN_WINDOW = 50  # streams asked for and not yet answered, while opening
@@ -240,25 +240,16 @@ def main() -> None:
           f"Python {platform.python_version()}; load average {os.getloadavg()[0]:.2f} at start")
     print(f"{options.streams} streams ({options.per_match} on each of {options.movers} movers' matches, the rest over "
           f"{options.games} idle matches), movers every {options.interval} s, {options.workers} gevent workers")
-    with tempfile.TemporaryDirectory() as directory:
-        own = None if options.redis_url else RedisServer(Path(directory) / "redis").start()
-        url = options.redis_url or own.url
-        prefix = f"bench:{uuid.uuid4().hex}:"
-        server = GunicornServer(Path(directory) / "service", {"REDIS_URL": url, "KEY_PREFIX": prefix,
-                                                              **SERVICE_SETTINGS},
+    with tempfile.TemporaryDirectory() as directory, bench_redis(Path(directory), options.redis_url) as store:
+        server = GunicornServer(Path(directory) / "service",
+                                {"REDIS_URL": store.url, "KEY_PREFIX": store.prefix, **SERVICE_SETTINGS},
                                 workers=options.workers, ready_path="/readyz")
         try:
             server.start()
-            with redis.Redis.from_url(url) as client:
+            with redis.Redis.from_url(store.url) as client:
                 asyncio.run(run(options, server, client))
         finally:
             server.stop()
-            if own is not None:
-                own.stop()
-            else:
-                with redis.Redis.from_url(url) as client:
-                    for key in client.scan_iter(match=f"{prefix}*", count=1000):
-                        client.delete(key)
     print(f"load average {os.getloadavg()[0]:.2f} at the end")
 
 

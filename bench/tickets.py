@@ -46,7 +46,6 @@ import sys
 import tempfile
 import threading
 import time
-import uuid
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -56,6 +55,8 @@ sys.path[:0] = [str(ROOT)]
 
 import redis  # noqa: E402
 
+from bench.bench_redis import bench_redis  # noqa: E402
+
 from bench import callbacks, round_trips  # noqa: E402
 from bench.load import HttpTransport, cpu_seconds  # noqa: E402
 from service.games.record import Record  # noqa: E402
@@ -64,7 +65,6 @@ from service.store.matchmaking import Ticket  # noqa: E402
 from tests.e2e.waiters import changed, command_calls, percentile  # noqa: E402
 from tests.e2e.webhook_stack import WorkerProcess  # noqa: E402
 from tests.gunicorn_server import TEST_API_KEY, TEST_SERVER_SECRET, GunicornServer  # noqa: E402
-from tests.redis_servers import RedisServer  # noqa: E402
 from tests.webhooks.support import new_secret  # noqa: E402
 
 SEATS = {"classic": 2, "box": 3}
@@ -451,11 +451,8 @@ def main() -> None:
     print(f"{options.tickets} {'rated' if options.rated else 'unrated'} {options.variant} tickets at "
           f"{options.rate:.0f}/s from {options.clients} clients, {options.bot_share:.0%} with bot_after_seconds "
           f"{options.bot_after}; {options.workers} gunicorn workers and one ginrummy worker")
-    with tempfile.TemporaryDirectory() as directory:
-        here = Path(directory)
-        own = None if options.redis_url else RedisServer(here / "redis").start()
-        url = options.redis_url or own.url
-        prefix = f"bench:{uuid.uuid4().hex}:"
+    with tempfile.TemporaryDirectory() as directory, bench_redis(Path(directory), options.redis_url) as store:
+        here, url, prefix = Path(directory), store.url, store.prefix
         counted = here / "round-trips"
         counted.mkdir()
         common = {"REDIS_URL": url, "KEY_PREFIX": prefix, "LOG_LEVEL": "WARNING", "WEBHOOK_SECRET": new_secret(),
@@ -467,19 +464,13 @@ def main() -> None:
             worker.start()
             with redis.Redis.from_url(url) as client:
                 sent, before, after, seconds = run_tickets(options, server.port, server, worker, client,
-                                                           own is not None, counted)
+                                                           store.private, counted)
                 checked = check(client, prefix, server.port)
                 report(options, sent, checked, before, after, seconds)
                 print_store_errors(server.log_text() + worker.log_text())
         finally:
             worker.stop()
             server.stop()
-            if own is not None:
-                own.stop()
-            else:
-                with redis.Redis.from_url(url) as client:
-                    for key in client.scan_iter(match=f"{prefix}*", count=1000):
-                        client.delete(key)
     print(f"load average {callbacks.load_average()} at the end")
 
 
