@@ -25,10 +25,19 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Reply:
-    """An answer that carries a game: its body and the game version for the ETag."""
+    """An answer that carries a game: its body and the game version for the ETag.
+
+    ``rated`` marks a view that shows a rated match's rating changes, which come after the
+    match's last version: its ETag differs from the one before them (``"17"`` then ``"17.r"``),
+    so a client that asks with ``If-None-Match`` gets them rather than a 304."""
 
     body: dict
     version: int
+    rated: bool = False
+
+    @property
+    def etag(self) -> str:
+        return f"{self.version}.r" if self.rated else str(self.version)
 
 
 @dataclass(frozen=True)

@@ -95,7 +95,7 @@ class GameService:
         view = self.shown(game_id, record, viewer, loaded.present)
         if loaded.ratings is not None:
             view["result"]["rating_changes"] = json.loads(loaded.ratings)
-        return Reply(view, loaded.version)
+        return Reply(view, loaded.version, rated=loaded.ratings is not None)
 
     @_counts_store_errors
     def note_rating_changes(self, game_id: str, changes: list[dict]) -> None:

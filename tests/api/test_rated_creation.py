@@ -2,6 +2,7 @@
 needs, and what the view says (on Redis and in memory)."""
 from __future__ import annotations
 
+import time
 import uuid
 
 import pytest
@@ -98,3 +99,24 @@ def test_on_redis_a_rated_match_needs_an_api_key(open_redis_app):
     assert [game["rated"] for game in games_of(keyed, ann)] == []  # made without a key: no key's player
     assert create(keyed, [person(ann), person(bob)], rated=True).status_code == 201
     assert [game["id"] for game in games_of(keyed, ann)]
+
+
+def test_the_rating_changes_change_the_views_etag_so_a_conditional_read_gets_them():
+    app = build_app(REDIS_URL="memory://")
+    client = app.test_client()
+    created = client.post("/v1/games", json={"variant": "classic", "rated": True, "players": [
+        {"name": "Ann", "external_id": f"ann-{uuid.uuid4().hex[:6]}"}, {"name": "Robo", "bot": True}]})
+    body = created.get_json()
+    game_id, token = body["game"]["id"], body["players"][0]["token"]
+    ended = client.post(f"/v1/games/{game_id}/resign", headers={"Authorization": f"Bearer {token}"})
+    before = ended.headers["ETag"]
+    deadline = time.monotonic() + 5
+    while True:
+        read = client.get(f"/v1/games/{game_id}", headers={"If-None-Match": before})
+        if read.status_code == 200:
+            break
+        assert read.status_code == 304 and time.monotonic() < deadline
+        time.sleep(0.02)
+    assert read.get_json()["result"]["rating_changes"] is not None
+    assert read.headers["ETag"] == before[:-1] + '.r"'
+    assert client.get(f"/v1/games/{game_id}", headers={"If-None-Match": read.headers["ETag"]}).status_code == 304

@@ -112,7 +112,7 @@ def _private(response: Response) -> Response:
 
 def _game_response(reply: Reply) -> Response:
     response = _json(reply.body)
-    response.set_etag(str(reply.version))
+    response.set_etag(reply.etag)
     return response
 
 
@@ -218,9 +218,9 @@ class Game(MethodView):
         Without: the public view. An unknown token is refused (401), never downgraded.
         """
         reply = current().games.view(game_id, optional_token(request))
-        if request.if_none_match.contains_weak(str(reply.version)):
+        if request.if_none_match.contains_weak(reply.etag):
             not_modified = _private(Response(status=304))
-            not_modified.set_etag(str(reply.version))
+            not_modified.set_etag(reply.etag)
             return not_modified
         return _game_response(reply)
 
