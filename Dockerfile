@@ -20,8 +20,8 @@ RUN python -m venv /opt/venv \
 # The service as a wheel, installed without resolving anything: `pip check` then fails the
 # build if pyproject.toml asks for a dependency the lock file does not pin.
 COPY pyproject.toml README.md ./
-# service/api/docs/{rules,api}.md link to docs/: the wheel takes the text they point to.
-COPY docs/rules.md docs/api.md ./docs/
+# service/api/docs/*.md link to docs/: the wheel takes the text they point to.
+COPY docs/rules.md docs/api.md docs/fairness.md docs/ratings.md docs/records.md ./docs/
 COPY service ./service
 RUN python -m pip wheel --no-cache-dir --no-deps --wheel-dir /wheels . \
  && /opt/venv/bin/pip install --no-cache-dir --no-deps /wheels/ginrummy_service-*.whl \

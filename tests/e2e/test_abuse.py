@@ -23,6 +23,7 @@ import pytest
 import redis
 
 from service import rules
+from service.games.seeds import new_server_seed
 from service.rules.match import ADVICE_PER_HAND
 from service.store import RedisStore
 from service.tokens import ServerSecret
@@ -321,8 +322,10 @@ def observed(cut: list[str], upcard: str, hand: list[str]) -> tuple:
 
 
 def seen_locally(seed: str | int, seat: int) -> tuple:
-    """What ``seat`` would see of a match the engine deals from ``seed``."""
-    match, events = rules.new_match("classic", ["Ann", "Bob"], rules.rules_for("classic", None), seed)
+    """What ``seat`` would see of a match dealt from ``seed`` as the service would deal it
+    without its secret (the server seed derived from the seed itself, docs/fairness.md)."""
+    match, events = rules.new_match("classic", ["Ann", "Bob"], rules.rules_for("classic", None), seed,
+                                    server_seed=new_server_seed(str(seed)))
     [dealt] = [event for event in events if event.type == "dealt" and event.seat == seat]
     return observed(events[0].public["cards"], str(match.hand.pile[-1]), dealt.secret["cards"])
 
@@ -358,7 +361,8 @@ def test_a_seed_from_a_known_range_cannot_be_brute_forced(start_gunicorn, redis_
 
     # With the server's secret, the seed gives the stored deal again, card for card.
     mixed = ServerSecret(SERVER_SECRET).mixed_seed(SEED)
-    _, replayed = rules.new_match("classic", ["Ann", "Bob"], rules.rules_for("classic", None), mixed)
+    _, replayed = rules.new_match("classic", ["Ann", "Bob"], rules.rules_for("classic", None), mixed,
+                                  server_seed=new_server_seed(mixed))
     truth = RedisStore(redis_url, test_prefix)
     try:
         stored = [rules.decode_event(text) for text in truth.events(game.game_id, 0)]

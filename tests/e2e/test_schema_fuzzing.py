@@ -17,6 +17,7 @@ import random
 import re
 import subprocess
 import sys
+import tomllib
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -38,6 +39,11 @@ RUN_TIMEOUT_SECONDS = 240
 # Long polls are capped at 1 s so that generated `wait` values cannot stall the run.
 SERVICE_SETTINGS = {"LONG_POLL_MAX_SECONDS": "1"}
 SHORT_MATCH = {"target_score": 10}
+# Operations schemathesis.toml turns off (the live streams: open until the client leaves).
+NOT_FUZZED = {operation_id
+              for operations in tomllib.loads(CONFIG.read_text()).get("operations", [])
+              if operations.get("enabled") is False
+              for operation_id in operations["include-operation-id"]}
 COPIES = 2  # of each state: the fuzzer moves some games on
 SEEDS_TO_TRY = 20
 
@@ -112,13 +118,14 @@ def token_reissues(log: str) -> Counter:
 
 
 def documented_operations() -> set[tuple[str, str]]:
-    """(method, path template) of every operation of the OpenAPI document."""
+    """(method, path template) of every operation of the OpenAPI document that the fuzzer is
+    pointed at (all but the live streams, schemathesis.toml)."""
     document = json.loads(OPENAPI.read_text())
     return {
         (method.upper(), path)
         for path, operations in document["paths"].items()
-        for method in operations
-        if method != "parameters"
+        for method, operation in operations.items()
+        if method != "parameters" and operation["operationId"] not in NOT_FUZZED
     }
 
 

@@ -338,7 +338,9 @@ class ActionEndpoint:
     conflicts: list[str]
     example: dict
     body_required: bool = True
-    query: type[ma.Schema] | None = None
+    # Read but left out of the document: ``?dry_run=true`` answers a DryRunLayoff, not the
+    # view the operation documents, so a typed client would have to tell the two apart.
+    deprecated_query: type[ma.Schema] | None = None
 
 
 ACTIONS = [
@@ -373,7 +375,7 @@ ACTIONS = [
         "To check a lay-down without applying it, use `dryRunLayoff`.",
         TURN_CONFLICTS + ["card_not_in_hand", "invalid_melds", "invalid_layoff"],
         {"melds": [["9h", "9s", "9d"]], "layoffs": [{"card": "4s", "meld": 0}]}, body_required=False,
-        query=LayoffQuerySchema,
+        deprecated_query=LayoffQuerySchema,
     ),
     ActionEndpoint(
         rules.ActionType.ADVICE, "advise", AdviceRequestSchema, "Advise the captain",
@@ -393,10 +395,10 @@ ACTIONS = [
 def _action_view(endpoint: ActionEndpoint) -> Callable:
     """The documented view function of one action endpoint."""
 
-    def act(*args, game_id: str) -> Response:
-        *query, headers, action = args
+    def act(headers, action, game_id: str) -> Response:
         token = required_token(request)
-        if query and query[0]["dry_run"]:
+        if endpoint.deprecated_query is not None and \
+                blp.ARGUMENTS_PARSER.parse(endpoint.deprecated_query(), request, location="query")["dry_run"]:
             return _json(current().games.dry_run_layoff(game_id, token, action))
         key = headers.get("idempotency_key")
         retry = Retry(_accepted_versions(headers.get("if_match")), key, fingerprint_of(key))
@@ -425,8 +427,6 @@ def _action_view(endpoint: ActionEndpoint) -> Callable:
     documented = blp.response(200, GameViewSchema, headers=ETAG, description="Your new view")(documented)
     documented = blp.arguments(endpoint.schema(), required=endpoint.body_required, example=endpoint.example)(documented)
     documented = blp.arguments(ActionHeadersSchema(), location="headers")(documented)
-    if endpoint.query is not None:
-        documented = blp.arguments(endpoint.query(), location="query")(documented)
     documented = documentation_only(blp.doc(
         operationId=endpoint.operation_id,
         security=PLAYER_ONLY,

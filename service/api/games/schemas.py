@@ -252,12 +252,10 @@ AdviceRequestSchema = _action_schema(rules.ActionType.ADVICE, {
 
 
 class LayoffQuerySchema(ma.Schema):
-    dry_run = F.Boolean(
-        load_default=False, truthy={"true"}, falsy={"false"},
-        metadata={**doc("Deprecated: use `dryRunLayoff` (`POST .../layoff/dry-run`), whose answer is typed. "
-                        "`true` answers what the lay-down would leave (a `DryRunLayoff`, not the view), "
-                        "without applying it", False), "deprecated": True},
-    )
+    """``POST .../layoff?dry_run=true``: the deprecated spelling of ``dryRunLayoff``, kept for
+    the clients that use it and left out of the document (docs/api.md)."""
+
+    dry_run = F.Boolean(load_default=False, truthy={"true"}, falsy={"false"})
 
 
 class ActionHeadersSchema(ma.Schema):
