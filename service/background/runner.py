@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from service.store.base import StoreError
+from service.store.errors import StoreError
 from service.store.feed import Feed, FeedEntry, Read
 from service.store.timers import Timer, Timers
 

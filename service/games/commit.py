@@ -18,7 +18,8 @@ from service.games import notices
 from service.games.context import Context
 from service.games.errors import Unauthorized, Unprocessable
 from service.games.record import Record
-from service.store.base import Effects, IdempotentResponse, Loaded, StoreError
+from service.store.base import Effects, IdempotentResponse, Loaded
+from service.store.errors import StoreError
 
 logger = logging.getLogger(__name__)
 

@@ -29,7 +29,8 @@ from service.games.context import Context
 from service.games.errors import ConcurrentChange, NotAllowed, PreconditionFailed, Unprocessable
 from service.games.presence import online_seats
 from service.games.record import Record, player_index_id
-from service.store.base import GameMissing, IndexList, Loaded, StoreError, VersionConflict
+from service.store.base import GameMissing, IndexList, Loaded, VersionConflict
+from service.store.errors import StoreError
 from service.tokens import hash_token
 
 Method = TypeVar("Method", bound=Callable)

@@ -30,7 +30,8 @@ from service.games.presence import next_change, online_seats
 from service.games.record import Record
 from service.games.service import SETTLE_SPREAD, GameService
 from service.games.tails import Tail, tails_of
-from service.store.base import Follow, GameMissing, StoreError, Wake
+from service.store.base import Follow, GameMissing, Wake
+from service.store.errors import StoreError
 
 @dataclass(frozen=True)
 class View:

@@ -36,7 +36,7 @@ from redis.exceptions import RedisClusterException
 from service import ids, tokens
 from service.problems import problem
 from service.proxies import client_address
-from service.store.base import StoreError
+from service.store.errors import StoreError
 from service.store.redis_client import SCHEMES as REDIS_SCHEMES
 from service.store.redis_client import client_from_url
 

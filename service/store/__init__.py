@@ -5,19 +5,8 @@ import logging
 from typing import Any
 from urllib.parse import urlsplit
 
-from service.store.base import (
-    Effects,
-    GameExpired,
-    GameMissing,
-    GameStore,
-    IdempotentResponse,
-    IndexList,
-    Loaded,
-    OutboxEntry,
-    StoreError,
-    StoreFull,
-    VersionConflict,
-)
+from service.store.base import Effects, GameExpired, GameMissing, GameStore, IdempotentResponse, IndexList, Loaded, OutboxEntry, VersionConflict
+from service.store.errors import StoreError, StoreFull
 from service.store.memory import MemoryStore
 from service.store.redis_client import SCHEMES as REDIS_SCHEMES
 from service.store.redis import RedisStore

@@ -11,7 +11,8 @@ from functools import cached_property
 from redis import Redis
 from redis.cluster import RedisCluster
 
-from service.store.base import GameStore, StoreError
+from service.store.base import GameStore
+from service.store.errors import StoreError
 from service.store.feed import Feed
 from service.store.feed_memory import MemoryFeed
 from service.store.feed_redis import RedisFeed

@@ -17,35 +17,9 @@ from enum import Enum
 
 from service.rules.errors import GameError
 from service.store.feed import FeedEntry
+from service.store.presence import SeatHolds
 
 _HOLDS_LOCK = threading.Lock()
-
-# A store that failed answers with this many seconds of Retry-After.
-STORE_RETRY_AFTER_SECONDS = 1
-
-
-class StoreError(GameError):
-    """The backend could not be reached or answered with an error (HTTP 503)."""
-
-    status = 503
-    code = "store_unavailable"
-
-    def __init__(self, detail: str = "the game store cannot be reached; retry shortly", *, code: str | None = None):
-        super().__init__(detail, code=code, params={"retry_after": STORE_RETRY_AFTER_SECONDS})
-
-    @property
-    def headers(self) -> dict[str, str]:
-        return {"Retry-After": str(STORE_RETRY_AFTER_SECONDS)}
-
-
-class StoreFull(StoreError):
-    """The backend is out of memory: nothing was written (HTTP 503 ``store_full``)."""
-
-    code = "store_full"
-
-    def __init__(self) -> None:
-        super().__init__("the game store is full; existing games can still be read")
-
 
 class GameMissing(GameError):
     """No game with this id ever existed, or its tombstone expired too (HTTP 404)."""
@@ -266,8 +240,6 @@ class GameStore(abc.ABC):
     def _seat_holds(self):
         holds = self.__dict__.get("_holds")
         if holds is None:
-            from service.store.presence import SeatHolds  # late: presence imports this module
-
             with _HOLDS_LOCK:
                 holds = self.__dict__.setdefault("_holds", SeatHolds(self.mark_present))
         return holds

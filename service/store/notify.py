@@ -48,7 +48,8 @@ from redis.retry import Retry
 
 from service.requester import REQUESTER, ClientGone
 from service.rules.errors import GameError
-from service.store.base import Follow, StoreError, Wake
+from service.store.base import Follow, Wake
+from service.store.errors import StoreError
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from service.store.base import StoreError
+from service.store.errors import StoreError
 
 log = logging.getLogger(__name__)
 

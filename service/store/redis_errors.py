@@ -7,7 +7,7 @@ from contextlib import contextmanager
 
 from redis.exceptions import OutOfMemoryError, RedisClusterException, RedisError
 
-from service.store.base import StoreError, StoreFull
+from service.store.errors import StoreError, StoreFull
 
 logger = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from redis import Redis
 from service import rules
 from service.api.context import EXTENSION
 from service.store import store_from_url
-from service.store.base import StoreError
+from service.store.errors import StoreError
 from service.store.keys import game_keys
 from service.store.notify import LongPollCapacity
 from tests.api.checks import ACTIONS, LogReplay, person_move, stored_events, stored_match

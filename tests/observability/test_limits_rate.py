@@ -13,7 +13,7 @@ import redis
 from observability_probe_app import PROBE_SECRET, create_app
 from service import ids, tokens
 from service.middleware import init_middleware
-from service.store.base import StoreError
+from service.store.errors import StoreError
 from tests.redis_servers import RedisServer
 
 GAME = ids.new_game_id()

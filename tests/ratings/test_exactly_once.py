@@ -21,7 +21,7 @@ from service.background.runner import Runner, RunnerSettings
 from service.ratings.applier import GROUP, RatingsApplier
 from service.ratings.bots import BOT_RATINGS
 from service.store.areas import Areas, areas_of, redis_areas
-from service.store.base import StoreError
+from service.store.errors import StoreError
 from service.store.feed import FeedEntry, Read
 from service.store.ratings import StaleStandings
 from service.store.redis_client import client_from_url

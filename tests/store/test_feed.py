@@ -12,7 +12,7 @@ import redis
 from service import ids
 from service.app import BACKGROUND_EXTENSION
 from service.store.areas import Areas, areas_of
-from service.store.base import StoreError
+from service.store.errors import StoreError
 from service.store.feed import Feed, FeedEntry, Read
 from service.store.feed_redis import RedisFeed, feed_key
 from service.tokens import key_id

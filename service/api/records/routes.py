@@ -13,7 +13,7 @@ from service.api.records.schemas import (MatchAnalysisSchema, RecordQuerySchema,
                                          ReplaySchema)
 from service.middleware.rate_limit import client_identity
 from service.records.service import RecordService
-from service.store.base import StoreError
+from service.store.errors import StoreError
 from service.tokens import ServerSecret
 
 blp = ApiBlueprint(
