@@ -1,14 +1,17 @@
 """Load: complete matches played by concurrent simulated players against gunicorn + Redis,
 and in the same run the ceiling of the stack (bench/baseline_app.py under the same settings).
 
-    python bench/load.py [--clients 16] [--workers 2] [--seconds 20] [--scaling]
+    python bench/load.py [--clients 16] [--workers 2] [--seconds 20] [--scaling] [--paced-share 0.7]
                          [--idempotency-keys] [--max-requests N] [--redis-url URL]
     python bench/load.py --profile [--moves 3000]
     python bench/load.py --split [--moves 3000]
     python bench/load.py --callbacks [--matches 1000] [--rounds 2] [--verify-every 1] [--clients 16] [--workers 2]
 
 Prints, for the service and for the baseline: moves/s and p50/p99 latency per endpoint; the
-ratio of the two; Redis calls and round trips per move (INFO commandstats); Redis memory per
+ratio of the two, in moves/s and in the server's CPU per request (the CPU of the gunicorn
+processes, which other load on the machine hardly changes); the latency of a move with the
+players paced to --paced-share of the service's saturated moves/s (a fresh server, after the
+saturated run; 0 skips it); Redis calls and round trips per move (INFO commandstats); Redis memory per
 active match (MEMORY USAGE, for state / events / idempotency responses); with --scaling the
 service's moves/s with 1 and with 2 workers. --profile plays moves in-process (Flask test
 client on Redis) under pyinstrument and prints where the time goes; --split plays them
@@ -70,7 +73,7 @@ PLAYERS = [{"name": "Ann"}, {"name": "Bob"}]
 ROUND_TRIP_COMMANDS = ("hmget", "evalsha", "eval", "lrange", "ping", "script|load")
 # The players create their matches without an API key, as many as they finish.
 SERVICE_SETTINGS = {"ALLOW_ANONYMOUS_CREATE": "true", "CREATE_QUOTA_PER_MINUTE": "0"}
-TARGETS = {"ratio": 0.75, "p99_ms": 25.0, "round_trips": 2.0, "memory_bytes": 4096, "scaling": 1.7,
+TARGETS = {"ratio": 0.75, "cpu_ratio": 1.6, "p99_ms": 25.0, "round_trips": 2.0, "memory_bytes": 4096, "scaling": 1.7,
            "callbacks": 0.90}
 
 Transport = Callable[[str, str, object, dict], tuple[int, dict | None]]
@@ -346,15 +349,23 @@ def joined(threads: list[threading.Thread], errors: list[BaseException], players
     return tally
 
 
-def drive(players: list, seconds: float, redis_client: redis.Redis, server: GunicornServer) -> tuple[Tally, Sample, Sample]:
-    """Run every player in its own thread: warm-up, then ``seconds`` measured."""
+def drive(players: list, seconds: float, redis_client: redis.Redis, server: GunicornServer,
+          steps_per_second: float | None = None) -> tuple[Tally, Sample, Sample]:
+    """Run every player in its own thread: warm-up, then ``seconds`` measured. With
+    ``steps_per_second``, the players together take that many steps a second, each on a
+    schedule of its own (a step that starts late is not made up for by a burst)."""
     now = time.perf_counter()
     window = Window(now + WARMUP_SECONDS, now + WARMUP_SECONDS + seconds)
     errors: list[BaseException] = []
+    interval = len(players) / steps_per_second if steps_per_second else 0.0
 
     def loop(player) -> None:
+        due = time.perf_counter() + random.uniform(0, interval)  # spread the players' schedules
         try:
             while time.perf_counter() < window.end:
+                if interval:
+                    time.sleep(max(0.0, due - time.perf_counter()))
+                    due = max(due + interval, time.perf_counter())
                 player.step(window)
         except BaseException as error:  # reported after the run
             errors.append(error)
@@ -401,7 +412,10 @@ def gunicorn_overrides(options) -> dict[str, str]:
     return overrides
 
 
-def run_service(options, redis_url: str, prefix: str, workers: int, directory: Path) -> Result:
+def run_service(options, redis_url: str, prefix: str, workers: int, directory: Path,
+                moves_per_second: float | None = None) -> Result:
+    """The service saturated by the players, or with ``moves_per_second`` the players paced to
+    that many steps a second (a step is one move, now and then with a read or a creation)."""
     environment = {"REDIS_URL": redis_url, "KEY_PREFIX": prefix, "LOG_LEVEL": "WARNING", **SERVICE_SETTINGS,
                    **gunicorn_overrides(options)}
     with gunicorn(directory, environment, workers, "service.wsgi:app", "/readyz") as server, \
@@ -410,10 +424,11 @@ def run_service(options, redis_url: str, prefix: str, workers: int, directory: P
                    for seed in range(options.clients)]
         for player in players:
             player.new_match(None)
-        tally, before, after = drive(players, options.seconds, client, server)
+        tally, before, after = drive(players, options.seconds, client, server, moves_per_second)
         for player in players:
             player.send.close()
-    return Result(f"service, {workers} worker(s)", options.seconds, tally, before, after)
+    paced = "" if moves_per_second is None else f", paced to {moves_per_second:,.0f} steps/s"
+    return Result(f"service, {workers} worker(s){paced}", options.seconds, tally, before, after)
 
 
 def run_baseline(options, redis_url: str, prefix: str, directory: Path) -> Result:
@@ -700,6 +715,12 @@ def memory_per_match(redis_url: str, prefix: str) -> Memory:
     return memory
 
 
+def move_latencies(result: Result) -> list[float]:
+    """The latencies (ms) of the moves of a run: every endpoint but the reads and creations."""
+    return [value for endpoint, values in result.tally.latencies.items() if endpoint not in ("view", "create")
+            for value in values]
+
+
 def percentile(values: list[float], share: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))] if ordered else float("nan")
@@ -841,6 +862,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--seconds", type=float, default=20)
     parser.add_argument("--scaling", action="store_true", help="also run the service with 1 worker")
+    parser.add_argument("--paced-share", type=float, default=0.7,
+                        help="also run the service paced to this share of its saturated moves/s (0: not)")
     parser.add_argument("--idempotency-keys", action="store_true", help="send an Idempotency-Key with every move")
     parser.add_argument("--max-requests", type=int, help="GUNICORN_MAX_REQUESTS (default: the service's)")
     parser.add_argument("--gunicorn-args", help="more gunicorn options (GUNICORN_CMD_ARGS), e.g. '--worker-connections 8'")
@@ -882,6 +905,17 @@ def main() -> None:
             print_result(baseline)
             ratio = service.moves_per_second / baseline.moves_per_second
             print(f"\nservice / baseline moves/s: {ratio:.0%} (target >= {TARGETS['ratio']:.0%})")
+            cpu_ratio = service.server_ms_per_request() / baseline.server_ms_per_request()
+            print(f"service / baseline CPU per request: {service.server_ms_per_request():.3f} / "
+                  f"{baseline.server_ms_per_request():.3f} ms = {cpu_ratio:.2f}x (target <= {TARGETS['cpu_ratio']}x)")
+            if options.paced_share > 0:
+                paced = run_service(options, url, f"{prefix}paced:", options.workers, Path(directory) / "paced",
+                                    options.paced_share * service.moves_per_second)
+                print_result(paced)
+                moves = move_latencies(paced)
+                print(f"\na move at {options.paced_share:.0%} of saturation ({paced.moves_per_second:,.0f} of "
+                      f"{service.moves_per_second:,.0f} moves/s): p50 {percentile(moves, 0.50):.2f} ms, "
+                      f"p99 {percentile(moves, 0.99):.2f} ms over {len(moves)} moves")
             if options.scaling:
                 other = 1 if options.workers != 1 else 2
                 second = run_service(options, url, f"{prefix}scaling:", other, Path(directory) / "scaling")

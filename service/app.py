@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+import types
+from collections.abc import Callable, Mapping
 
 from flask import Flask, Response
 
@@ -31,7 +32,24 @@ BACKGROUND_EXTENSION = "ginrummy.background"
 
 class ServiceFlask(Flask):
     """Flask, answering OPTIONS on a resource with 204 and ``Allow`` (Flask's own answer is an
-    empty text/html 200), whichever server runs the app."""
+    empty text/html 200), whichever server runs the app; and asking once per function whether
+    it is a coroutine function."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        # Flask asks for every hook and view of every request (~14 times a move, each an
+        # inspection of the code's flags); the answer is the function's for good.
+        self._synchronous: dict[Callable, bool] = {}
+
+    def ensure_sync(self, func: Callable) -> Callable:
+        if not isinstance(func, (types.FunctionType, types.MethodType)):
+            return super().ensure_sync(func)  # a partial or other callable: not kept
+        # A bound method is keyed by its function: views are bound to a new instance per request.
+        key = getattr(func, "__func__", func)
+        synchronous = self._synchronous.get(key)
+        if synchronous is None:
+            synchronous = self._synchronous[key] = super().ensure_sync(func) is func
+        return func if synchronous else super().ensure_sync(func)
 
     def make_default_options_response(self) -> Response:
         response = super().make_default_options_response()

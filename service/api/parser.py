@@ -34,6 +34,10 @@ def is_utf8_json(request: flask.Request) -> bool:
     return all(name == "charset" and value.lower() == "utf-8" for name, value in request.mimetype_params.items())
 
 
+# json.loads with an option builds a decoder per call; this one is built once.
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
+
+
 class JsonBodyParser(FlaskParser):
     """webargs' Flask parser with strict JSON bodies and query strings.
 
@@ -50,7 +54,7 @@ class JsonBodyParser(FlaskParser):
             abort(415)
         try:
             # Decoded here, strictly: json.loads would take UTF-16 and UTF-32 bytes too.
-            return json.loads(body.decode("utf-8"), parse_constant=_refuse_constant)
+            return _DECODER.decode(body.decode("utf-8"))
         except (ValueError, RecursionError):
             # ValueError covers bad syntax, bad UTF-8, a byte order mark and over-long integers.
             abort(400, messages=INVALID_JSON)

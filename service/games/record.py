@@ -79,11 +79,12 @@ class Record:
     def with_match(self, match: rules.Match) -> Record:
         return replace(self, match=match)
 
-    def acted(self, seat: int, now: float) -> Record:
-        """This record with ``seat`` having acted at ``now``."""
+    def acted(self, match: rules.Match, seat: int, now: float) -> Record:
+        """This record with ``match``, the match after ``seat`` acted at ``now`` (one copy, not two:
+        every move makes it)."""
         acted = list(self.acted_at or (0,) * len(self.seats))
         acted[seat] = int(now)
-        return replace(self, acted_at=tuple(acted))
+        return replace(self, match=match, acted_at=tuple(acted))
 
     def last_acted(self, seat: int) -> int:
         """When ``seat`` last acted (epoch seconds), 0 if never."""

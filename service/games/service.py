@@ -215,7 +215,7 @@ class GameService:
             raise ConcurrentChange("a turn deadline passed before this move arrived; reload the game")
         played, events = rules.apply(record.match, seat, action, now=now)
         played, more = flow.advance(played, now)
-        after = record.with_match(played).acted(seat, now)
+        after = record.acted(played, seat, now)
         reply = Reply(self.shown(game_id, after, seat, loaded.present), played.version)
         kept = None
         if key is not None:

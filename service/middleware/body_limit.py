@@ -50,10 +50,11 @@ def _enforce_body_cap() -> None:
     view a silently truncated body (a confusing 400 instead of 413).
     """
     request = flask.request
-    header = request.headers.get("Transfer-Encoding", "")
-    if unsupported_codings(header):
+    environ = request.environ
+    header = environ.get("HTTP_TRANSFER_ENCODING", "")
+    if header and unsupported_codings(header):
         raise NotImplementedCoding(description="the only transfer coding this service takes is chunked")
-    length = request.environ.get("CONTENT_LENGTH", "")
+    length = environ.get("CONTENT_LENGTH", "")
     if length and not (length.isascii() and length.isdigit()):
         raise BadRequest(description="Content-Length must be the body's size in bytes, in digits")
     cap = request.max_content_length
@@ -64,12 +65,12 @@ def _enforce_body_cap() -> None:
         raise RequestEntityTooLarge()
     # Only a server that marks the input as terminated can be read without a length
     # (Werkzeug's own rule); anywhere else the read could wait for bytes that never come.
-    is_chunked = "chunked" in transfer_codings(header)
-    if is_chunked and "wsgi.input_terminated" in request.environ:
-        body = _read_up_to(request.environ["wsgi.input"], cap + 1)
+    is_chunked = bool(header) and "chunked" in transfer_codings(header)
+    if is_chunked and "wsgi.input_terminated" in environ:
+        body = _read_up_to(environ["wsgi.input"], cap + 1)
         if len(body) > cap:
             raise RequestEntityTooLarge()
-        request.environ["wsgi.input"] = io.BytesIO(body)
+        environ["wsgi.input"] = io.BytesIO(body)
 
 
 def _read_up_to(stream: typing.BinaryIO, limit: int) -> bytes:

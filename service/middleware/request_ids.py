@@ -11,6 +11,8 @@ import re
 import flask
 
 REQUEST_ID_HEADER = "X-Request-ID"
+# Where the WSGI server puts the header (request.headers reads it there too, at more cost).
+_REQUEST_ID_ENVIRON = "HTTP_X_REQUEST_ID"
 
 # The id lands in log lines and response headers: a restricted alphabet and length keep a
 # client from forging log records (newlines, quotes) or bloating every line it causes.
@@ -58,6 +60,6 @@ def current_request_id() -> str:
     """
     request_id = flask.g.get("request_id")
     if request_id is None:
-        request_id = chosen_request_id(flask.request.headers.get(REQUEST_ID_HEADER, ""))
+        request_id = chosen_request_id(flask.request.environ.get(_REQUEST_ID_ENVIRON, ""))
         flask.g.request_id = request_id
     return request_id

@@ -35,10 +35,16 @@ def init_security_headers(app: Flask) -> None:
     app.after_request(_secured)
 
 
+_HEADER_ITEMS = tuple(HEADERS.items())
+_PAGE_PREFIXES = (DOCS_PREFIX + "/", WATCH_PREFIX)
+
+
 def _secured(response: Response) -> Response:
-    for name, value in HEADERS.items():
-        response.headers.setdefault(name, value)
-    is_docs = request.path == DOCS_PREFIX or request.path.startswith(DOCS_PREFIX + "/")
-    is_page = is_docs or request.path.startswith(WATCH_PREFIX)
-    response.headers["Content-Security-Policy"] = DOCS_POLICY if is_page else DATA_POLICY
+    headers = response.headers
+    for name, value in _HEADER_ITEMS:
+        if name not in headers:
+            headers.add(name, value)
+    path = request.path
+    is_page = path == DOCS_PREFIX or path.startswith(_PAGE_PREFIXES)
+    headers["Content-Security-Policy"] = DOCS_POLICY if is_page else DATA_POLICY
     return response

@@ -17,7 +17,7 @@ a 401 problem ``unauthorized`` with ``WWW-Authenticate: Bearer realm="metrics"``
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import flask
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest, values
@@ -65,6 +65,8 @@ class Metrics:
     store_errors: Counter
     games_created: Counter
     games_finished: Counter
+    # Children of labelled metrics by metric and label values (see ``child``).
+    children: dict = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def create(cls, multiprocess: bool) -> Metrics:
@@ -96,14 +98,24 @@ class Metrics:
     def observe_request(self, route: str | None, method: str, status: int, seconds: float) -> None:
         """Count and time one answered request; ``route`` is the matched URL rule or None."""
         endpoint, method = self.count_request(route, method, status)
-        self.request_duration.labels(endpoint=endpoint, method=method).observe(seconds)
+        self.child(self.request_duration, endpoint, method).observe(seconds)
 
     def count_request(self, route: str | None, method: str, status: int) -> tuple[str, str]:
         """Count one request, and return its endpoint and method labels."""
         endpoint = route if route is not None else UNMATCHED_ENDPOINT
         method = method if method in _KNOWN_METHODS else OTHER_METHOD
-        self.requests.labels(endpoint=endpoint, method=method, status=str(status)).inc()
+        self.child(self.requests, endpoint, method, status).inc()
         return endpoint, method
+
+    def child(self, metric: Counter | Histogram, *values: object):
+        """``metric.labels(*values)``, kept: every request asks for the same few, and ``labels``
+        turns its values to text and takes a lock each time. Label values come from small fixed
+        sets (see above), so what is kept stays small."""
+        key = (metric, values)
+        found = self.children.get(key)
+        if found is None:
+            found = self.children[key] = metric.labels(*(str(value) for value in values))
+        return found
 
     def exposition(self) -> bytes:
         """The metrics in the Prometheus text format 0.0.4 (all workers' in multiprocess mode)."""
@@ -169,7 +181,7 @@ def current_metrics() -> Metrics:
 
 def record_move(kind: str) -> None:
     """Count one applied move of ``kind`` (draw, pass, discard, knock, layoff, ...)."""
-    current_metrics().moves.labels(kind=kind).inc()
+    (metrics := current_metrics()).child(metrics.moves, kind).inc()
 
 
 def record_conflict() -> None:
