@@ -173,8 +173,9 @@ def test_the_settings_table_lists_every_setting_once():
 
 
 def test_no_owned_document_links_outside_the_repository():
-    """The README and docs/ stand alone: links are web addresses or paths inside the repository."""
-    documents = [README, REPO / "CHANGELOG.md", *sorted((REPO / "docs").glob("*.md"))]
+    """The README, bench/README.md and docs/ stand alone: links are web addresses or paths inside
+    the repository."""
+    documents = [README, REPO / "CHANGELOG.md", REPO / "bench" / "README.md", *sorted((REPO / "docs").glob("*.md"))]
     for document in documents:
         text = document.read_text(encoding="utf-8")
         assert "../shared" not in text and "/work/" not in text, document
