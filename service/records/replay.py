@@ -64,19 +64,22 @@ def recorded_decks(record: dict) -> dict[str, list[rules.Card]]:
 def dealt(record: dict, decks: Mapping[str, list[rules.Card]] | None) -> rules.Match:
     """The match as dealt, from ``decks`` by label, or (None) from the record's seeds.
 
-    Raises ReplayError for a deck the record lacks; KeyError, TypeError or ValueError for a
-    malformed record."""
+    Raises ReplayError for a deck the record lacks, or for a match the rules could not have
+    created (players that do not fit the variant, a rule option unknown or out of range);
+    KeyError, TypeError or ValueError for a malformed record."""
     fairness = record["fairness"] or {}
     players = record["players"]
     try:
         match, _ = rules.new_match(
-            record["variant"], [p["name"] for p in players], rules.Rules(**record["rules"]),
+            record["variant"], [p["name"] for p in players], rules.rules_for(record["variant"], record["rules"]),
             # Only whether a seed was given shows (the view's ``seeded``): its value is secret.
             SEEDED if record["seeded"] else None, [p["level"] for p in players], _clock(record["created_at"]),
             server_seed=fairness.get("server_seed"), client_seed=fairness.get("client_seed", ""),
             replayed_decks=decks)
     except MissingDeck as missing:
         raise ReplayError("cuts", f"the record holds no cut {missing} (the cuts so far were equal)") from None
+    except rules.GameError as refused:
+        raise ReplayError(refused.field or "record", f"no match could be created so: {refused.detail}") from None
     return match
 
 

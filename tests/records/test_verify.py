@@ -158,6 +158,25 @@ def test_what_is_no_record_is_refused_not_crashed_on(junk):
     assert verify(junk) is not None
 
 
+
+# The match itself (its variant, seats and rule options) as the record states it: a record whose
+# players do not fit its variant, or whose rule options are out of range, is refused and named;
+# it must not crash verify (a traceback, exit 1 by accident) nor pass as honest.
+MATCH_CHANGES = [
+    ("the variant", lambda r: r.update(variant="box" if r["variant"] == "classic" else "classic"), ("players", "cuts")),
+    ("a rule option out of range", lambda r: r["rules"].update(knock_limit=999), ("rules.knock_limit",)),
+    ("a rule option of the wrong type", lambda r: r["rules"].update(layoff_on_gin=3), ("rules.layoff_on_gin",)),
+]
+
+
+@pytest.mark.parametrize("name, change, where", MATCH_CHANGES, ids=[t[0] for t in MATCH_CHANGES])
+def test_a_match_the_rules_could_not_have_created_is_refused_and_named(honest, name, change, where):
+    record = copy.deepcopy(honest)
+    change(record)
+    mismatch = verify(record)
+    assert mismatch is not None, name
+    assert mismatch.where.startswith(where), (name, str(mismatch))
+
 def test_the_command_exits_0_1_or_2(honest, tmp_path, capsys):
     path = tmp_path / "record.json"
     path.write_text(json.dumps(honest), encoding="utf-8")

@@ -48,8 +48,9 @@ class RecordPlayerSchema(ResponseSchema):
 
 
 class RevealedFairnessSchema(ResponseSchema):
-    server_seed = F.String(required=True, metadata=doc("The match's server seed, secret until the match ended",
-                                                       EXAMPLE_SERVER_SEED))
+    server_seed = F.String(required=True, metadata={**doc("The match's server seed, secret until the match ended: "
+                                                          "64 lowercase hex characters, used as text",
+                                                          EXAMPLE_SERVER_SEED), "pattern": "^[0-9a-f]{64}$"})
     commitment = F.String(required=True, metadata={**doc("SHA-256 of the server seed, as every view showed it",
                                                          EXAMPLE_COMMITMENT), "pattern": "^[0-9a-f]{64}$"})
     client_seed = F.String(required=True, metadata=doc("The creator's client seed (empty when none was given)",
