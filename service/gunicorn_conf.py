@@ -30,7 +30,7 @@ body and RESPONSE_SEND_TIMEOUT_SECONDS for the client to take each part of its a
 (service/middleware/request_deadlines.py), 2 s and 1 MiB of what a client still sends read
 and dropped before a close, ~128 KiB of answers in the kernel per connection and 10 s for a
 closing connection's client to take them (service/gunicorn_worker.py), and 32 Redis
-connections (service/store/redis.py).
+connections (service/store/redis_client.py).
 """
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ from pathlib import Path
 # meant to (6,144 waiters by default), and the memory limit covers both full.
 DEFAULT_WORKER_CONNECTIONS = 8192
 # File descriptors a worker needs besides its client connections: Redis connections (32 per
-# node, service/store/redis.py), subscriptions, log and metrics files, the listening socket.
+# node, service/store/redis_client.py), subscriptions, log and metrics files, the listening socket.
 RESERVED_FILES = 256
 # The share of a worker's connections that waiting long-polls may take by default; the rest
 # stays free for moves, reads and probes.

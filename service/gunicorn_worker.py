@@ -198,6 +198,6 @@ def _drop(sock) -> None:
 
 
 def _stop_waiting() -> None:
-    from service.store import notify  # late: the worker class loads before any app module
+    from service.store import shutdown  # late: the worker class loads before any app module
 
-    notify.stop_waiting()
+    shutdown.stop_waiting()

@@ -2,7 +2,7 @@
 
 The WSGI layer (service/middleware/request_deadlines.py) sets ``REQUESTER`` for every request, and for a
 streamed answer (one whose view called ``mark_streamed``) while each part of its body is made
-too; a waiting long-poll or stream (service/store/notify.py) watches that socket and raises
+too; a waiting long-poll or stream watches that socket (service/store/hangups.py) and raises
 ``ClientGone`` as soon as the client closes it; the WSGI layer then ends the request without an
 answer, or the stream where it is.
 """

@@ -38,15 +38,13 @@ from service.problems import problem
 from service.proxies import client_address
 from service.store.errors import StoreError
 from service.store.redis_client import SCHEMES as REDIS_SCHEMES
-from service.store.redis_client import client_from_url
+from service.store.redis_client import client_from_url, limiter_options
 
 WINDOW_SECONDS = 60
 UNLIMITED_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 
-# The limiter sits in front of every request: a Redis that stopped answering must cost a
-# request little, and after a failure the limiter stays out of Redis's way (and out of the
-# log) for a while instead of paying the timeout on every request.
-REDIS_TIMEOUT_SECONDS = 0.25
+# After a failure of Redis the limiter stays out of its way (and out of the log) for a while
+# instead of paying the timeout (redis_client.limiter_options) on every request.
 BACKEND_RETRY_SECONDS = 5.0
 
 LIMIT_HEADER = "RateLimit-Limit"
@@ -176,8 +174,7 @@ class RedisWindowCounter:
         if self._script is None:
             with self._lock:
                 if self._script is None:
-                    client = client_from_url(self._url, socket_timeout=REDIS_TIMEOUT_SECONDS,
-                                             socket_connect_timeout=REDIS_TIMEOUT_SECONDS)
+                    client = client_from_url(self._url, **limiter_options())
                     self._script = client.register_script(_INCREMENT_LUA)
         return self._script
 

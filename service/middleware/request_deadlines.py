@@ -17,7 +17,7 @@ the client to take it fails, and the worker drops the connection
 send buffers (megabytes each) and, when the worker retires, hold the whole worker in its
 graceful shutdown.
 
-It also tells the long-poll waiters (service/store/notify.py) which connection the request
+It also tells the long-poll waiters (service/store/hangups.py) which connection the request
 came on, so that a waiter whose client hangs up stops at once; that request then ends without
 an answer, handed to the server as a connection reset. For a streamed answer (a live stream,
 ``requester.mark_streamed``) it does so while each part of the body is made too, since the
@@ -43,7 +43,7 @@ import flask
 
 from service.problems import problem
 from service.requester import REQUESTER, STREAMED, ClientGone
-from service.store import notify
+from service.store import shutdown
 
 DEFAULT_BODY_SECONDS = 10.0
 DEFAULT_SEND_SECONDS = 10.0
@@ -113,7 +113,7 @@ class RequestDeadlines:
         if not whole or unsupported_codings(environ.get("HTTP_TRANSFER_ENCODING", "")):
             _close_after_answer(start_response)
         answer = self._answer(environ, start_response, client)
-        if notify.stopping():
+        if shutdown.stopping():
             # The worker closes every connection after its answer from now on (it is retiring
             # or stopping): say so in the answer, or a client could send its next request on
             # a connection about to close and get a reset instead of an answer.

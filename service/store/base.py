@@ -220,7 +220,7 @@ class GameStore(abc.ABC):
         """A ``Follow`` of ``game_id`` from event ``after`` on, for as long as the context lasts.
 
         Enter it before reading the game: whatever is saved after the entry wakes it. Raises
-        StoreError, notify.LongPollCapacity (the process holds its maximum of waiters)."""
+        StoreError, LongPollCapacity (the process holds its maximum of waiters)."""
 
     # --- presence: which seats have a stream or long-poll open, in any process ------------
     @abc.abstractmethod

@@ -1,5 +1,5 @@
-"""The store's failures, which every area of the store port raises (base.py re-exports them
-with the games' port)."""
+"""The store's failures, which every area of the store port raises, and the refusal of a
+long-poll beyond the process's maximum of waiters (service/store/notify.py)."""
 from __future__ import annotations
 
 from service.rules.errors import GameError
@@ -29,3 +29,24 @@ class StoreFull(StoreError):
 
     def __init__(self) -> None:
         super().__init__("the game store is full; existing games can still be read")
+
+
+# A client turned away because the process holds its maximum of waiters retries after this.
+CAPACITY_RETRY_AFTER_SECONDS = 2
+
+
+class LongPollCapacity(GameError):
+    """This process already holds its maximum of waiting long-polls (503, Retry-After)."""
+
+    status = 503
+    code = "long_poll_capacity"
+
+    def __init__(self, max_waiters: int) -> None:
+        super().__init__(
+            f"this server already holds {max_waiters} waiting requests; retry shortly",
+            params={"max_waiters": max_waiters, "retry_after": CAPACITY_RETRY_AFTER_SECONDS},
+        )
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": str(CAPACITY_RETRY_AFTER_SECONDS)}

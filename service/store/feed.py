@@ -82,7 +82,7 @@ class Feed(abc.ABC):
     @abc.abstractmethod
     def read(self, group: str, consumer: str, count: int, block_seconds: float,
              shards: Sequence[int] | None = None) -> list[Read]:
-        """Up to ``count`` entries of ``shards`` (all: None) new to ``group``, waiting up to
+        """Up to ``count`` entries of each of ``shards`` (all: None) new to ``group``, waiting up to
         ``block_seconds`` for one. They stay pending for ``consumer`` until acknowledged."""
 
     @abc.abstractmethod

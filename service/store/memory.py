@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from service.rules.match import iso_time
-from service.store import notify
+from service.store import shutdown
 from service.store.feed import FeedEntry
 from service.store.feed_memory import MemoryFeed
 from service.store.matchmaking_memory import Claimables
@@ -97,7 +97,7 @@ class MemoryStore(GameStore):
         # Presence: the seats marked per game, and a count of changes per game for followers.
         self._present: dict[str, set[int]] = {}
         self._presence_changes: dict[str, int] = {}
-        notify.wake_on_stop(self)
+        shutdown.wake_on_stop(self)
 
     def create(self, game_id: str, state: str, version: int, effects: Effects, fingerprint: str = "",
                created_at_ms: int = 0) -> Loaded | None:
@@ -220,7 +220,7 @@ class MemoryStore(GameStore):
             return frozenset(self._present.get(game_id, ()))
 
     def wake_all(self, wake: Wake) -> None:
-        """Wake every waiter (the process is stopping: ``notify.stop_waiting``)."""
+        """Wake every waiter (the process is stopping: ``shutdown.stop_waiting``)."""
         with self._changed:
             self._changed.notify_all()
 
@@ -354,7 +354,7 @@ class _Follower(Follow):
         store = self._store
         with store._changed:
             while True:
-                if notify.stopping():
+                if shutdown.stopping():
                     return Wake.SHUTDOWN
                 count = store._event_count(self._game_id)
                 if count is None or count > self.after:

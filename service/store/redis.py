@@ -17,8 +17,11 @@ Long-polls and streams wait on the game's shard channel, which both scripts publ
 (service/store/presence.py) live in a small hash per game, each naming the process that holds
 it; a process that marks, or follows presence, beats in a shared sorted set
 (service/store/liveness.py) so that the marks of a process that died are ignored. Each process uses at
-most ``max_connections`` pooled connections per Redis node, however many requests it serves
-at once (greenlets under gevent), plus one subscription connection per node.
+most ``max_connections`` pooled connections per Redis node (service/store/redis_client.py),
+however many requests it serves at once (greenlets under gevent), plus one subscription
+connection per node. The reading of the player index, the quotas' counters and the server
+secret are in modules of their own (player_index_redis.py, quotas_redis.py,
+server_secret_redis.py), on the store's client.
 """
 from __future__ import annotations
 
@@ -31,17 +34,14 @@ from contextlib import AbstractContextManager, suppress
 from dataclasses import dataclass
 from typing import Any
 
-from redis import BlockingConnectionPool, Redis
-from redis.backoff import ExponentialWithJitterBackoff
+from redis import Redis
 from redis.cluster import RedisCluster
 from redis.commands.core import Script
-from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, RedisClusterException, RedisError
-from redis.retry import Retry
 
 from service import ids
 from service.rules.match import iso_time
-from service.store import archive, notify
+from service.store import archive, notify, player_index_redis, quotas_redis, server_secret_redis
 from service.store.feed import FEED_MAX_LENGTH, FeedEntry
 from service.store.base import (
     Claim,
@@ -60,26 +60,10 @@ from service.store.keys import GameKeys, claim_keys, game_keys, index_key
 from service.store.timers_redis import timers_key
 from service.store.redis_errors import store_errors
 from service.store.liveness import Liveness
-from service.store.quick_check import QuickCheckConnection, with_quick_check
-from service.store.redis_client import split_cluster_flag
+from service.store.redis_client import client_from_url, store_options
 
 logger = logging.getLogger(__name__)
 
-
-# One second per socket operation bounds a call against a hung server; `options` of the
-# constructor override any of these.
-DEFAULT_OPTIONS: dict[str, Any] = {
-    "socket_timeout": 1.0,
-    "socket_connect_timeout": 1.0,
-    # Ping a pooled connection idle this long before reusing it, so one that died
-    # (server restart, idle cut by a proxy) is replaced instead of failing a request.
-    "health_check_interval": 15,
-    # At most this many connections per process and Redis node: under gevent thousands of
-    # requests may run at once, and each would otherwise open its own connection. A call
-    # that finds them all busy waits up to ``timeout`` seconds for one, then fails (503).
-    "max_connections": 32,
-    "timeout": 1.0,
-}
 
 # Waiting long-polls one store (one process) holds at most, unless told otherwise.
 DEFAULT_MAX_WAITERS = 1000
@@ -93,7 +77,6 @@ SPREAD_SHARE = 0.2
 # Undelivered webhooks kept per shard: a bound on what a stopped worker lets pile up (the
 # oldest go first, approximately; Redis trims whole nodes of the stream).
 OUTBOX_MAX_LENGTH = 50000
-SECRET_KEY = "server-secret"
 # What is kept with a game (``keep``) is a field of its state hash named this plus the name.
 KEPT_FIELD = "k:"
 CLAIM_FIELD = "c:"
@@ -346,12 +329,12 @@ class RedisStore(GameStore):
 
     ``redis://``, ``rediss://`` and ``unix://`` URLs name one server;
     ``redis+cluster://host:port`` (or ``?cluster=true``) names any node of a cluster.
-    ``options`` go to the redis-py client and override ``DEFAULT_OPTIONS``.
+    ``options`` go to ``redis_client.client_from_url`` and override ``store_options``.
     The client and its pool are built here without connecting, except that a cluster
     client asks the cluster for its layout; if that fails the store is built anyway and
     tries again on its next call, so a service starts (not ready) while Redis is away.
     ``max_events``: events kept per game (older ones are dropped first). At most
-    ``max_waiters`` long-polls wait at once (beyond, notify.LongPollCapacity).
+    ``max_waiters`` long-polls wait at once (beyond, LongPollCapacity).
     Raises ValueError for a URL it cannot serve or a prefix containing a hash tag.
     """
 
@@ -359,13 +342,8 @@ class RedisStore(GameStore):
                  max_waiters: int = DEFAULT_MAX_WAITERS, **options: Any) -> None:
         if "{" in prefix or "}" in prefix:
             raise ValueError("the key prefix must not contain '{' or '}' (hash tag)")
-        self._url, self._is_cluster = split_cluster_flag(url)
-        self._options = {
-            "retry": _retry_policy(),
-            **DEFAULT_OPTIONS,
-            **options,
-            "decode_responses": True,
-        }
+        self._url = url
+        self._options = store_options(**options)
         self._prefix = prefix
         self._max_events = max_events
         self._max_waiters = max_waiters
@@ -488,7 +466,7 @@ class RedisStore(GameStore):
         count above ``after``, so nothing saved in between is missed; waiting sends Redis
         nothing. Returns early with what there is (usually nothing) when the process is
         stopping.
-        Raises GameExpired, GameMissing, StoreError, notify.LongPollCapacity, and
+        Raises GameExpired, GameMissing, StoreError, LongPollCapacity, and
         requester.ClientGone when the client of the request hung up."""
         if timeout >= SPREAD_FROM_SECONDS:
             timeout -= random.uniform(0, timeout * SPREAD_SHARE)
@@ -503,7 +481,7 @@ class RedisStore(GameStore):
     def following(self, game_id: str, after: int) -> AbstractContextManager[Follow]:
         """A waiter on the game's channel that also follows presence (see the port).
 
-        Raises StoreError, notify.LongPollCapacity."""
+        Raises StoreError, LongPollCapacity."""
         keys = self._keys(game_id)
         following = self._connection().notifier.waiting_on(keys.channel, after, presence=True)
         self._liveness.watch()
@@ -556,45 +534,8 @@ class RedisStore(GameStore):
 
     def index_page(self, player: str, which: IndexList, before: tuple[int, str] | None,
                    limit: int) -> list[tuple[int, str, str]]:
-        """Up to ``limit`` live games of a player's list, newest first, after the cursor ``before``.
-
-        Reads the list in every shard (one round trip per node), then the candidates' states
-        (one more), dropping the entries of expired games; when some had expired it reads on
-        past them, so a page is short only at the end of the list. Raises StoreError."""
-        keys = [index_key(self._prefix, shard, player, which.value) for shard in range(ids.SHARDS)]
-        page: list[tuple[int, str, str]] = []
-        while len(page) < limit:
-            wanted = limit - len(page)
-            candidates, live = self._index_candidates(keys, before, wanted)
-            page += live
-            if len(candidates) < wanted:
-                break  # the end of the list
-            before = candidates[-1][:2]
-        return page
-
-    def _index_candidates(self, keys: list[str], before: tuple[int, str] | None,
-                          limit: int) -> tuple[list[tuple[int, str, str]], list[tuple[int, str, str]]]:
-        """The next ``limit`` entries of the index after ``before`` as (score, game, key), and
-        those of them whose game still lives as (score, game, state)."""
-        top = "+inf" if before is None else before[0]
-        with store_errors():
-            client = self._connection().client
-            pipe = client.pipeline(transaction=False)
-            for key in keys:
-                # Inclusive of the cursor's score: games created in the same millisecond.
-                pipe.zrevrangebyscore(key, top, "-inf", start=0, num=limit + 1, withscores=True)
-            candidates = sorted(((int(score), game, key) for key, found in zip(keys, pipe.execute())
-                                 for game, score in found if before is None or (int(score), game) < before),
-                                reverse=True)[:limit]
-            pipe = client.pipeline(transaction=False)
-            for _, game, _ in candidates:
-                pipe.hget(self._keys(game).state, "s")
-            states = pipe.execute() if candidates else []
-            for (_, game, key), state in zip(candidates, states):
-                if state is None:
-                    client.zrem(key, game)
-        return candidates, [(score, game, state) for (score, game, _), state in zip(candidates, states)
-                            if state is not None]
+        """A page of the player's list (player_index_redis.py). Raises StoreError."""
+        return player_index_redis.index_page(self.client, self._prefix, player, which, before, limit)
 
     def schedule(self, game_id: str, deadline: float) -> None:
         """ZADD the deadline to the shard's schedule. Raises StoreError."""
@@ -602,23 +543,12 @@ class RedisStore(GameStore):
             self._connection().client.zadd(self._keys(game_id).due, {game_id: deadline})
 
     def count(self, key: str, window_seconds: int) -> int:
-        """INCR the counter of the current window (it expires with the window). Raises StoreError."""
-        window = int(time.time() // window_seconds)
-        name = f"{self._prefix}count:{key}:{window}"
-        with store_errors():
-            pipe = self._connection().client.pipeline(transaction=False)
-            pipe.incr(name)
-            pipe.expire(name, window_seconds + 1)
-            value, _ = pipe.execute()
-        return int(value)
+        """The counter's next value (quotas_redis.py). Raises StoreError."""
+        return quotas_redis.count(self.client, self._prefix, key, window_seconds)
 
     def shared_secret(self, proposed: str) -> str:
-        """The secret stored at ``<prefix>server-secret``: set once, never expires. Raises StoreError."""
-        name = self._prefix + SECRET_KEY
-        with store_errors():
-            client = self._connection().client
-            client.set(name, proposed, nx=True)
-            return client.get(name)
+        """The secret stored for the prefix (server_secret_redis.py). Raises StoreError."""
+        return server_secret_redis.shared_secret(self.client, self._prefix, proposed)
 
     def check(self) -> None:
         """PING. Raises StoreError unless Redis answers now."""
@@ -627,9 +557,9 @@ class RedisStore(GameStore):
 
     @property
     def client(self) -> Redis | RedisCluster:
-        """The client this store talks through, for the other stores of the same deployment
-        (ratings, the feed, timers): one pool per process. Raises StoreError while a cluster's
-        layout cannot be read."""
+        """The client this store talks through, also for the other stores of the same
+        deployment (ratings, the feed, timers): one pool per process. Raises StoreError while
+        a cluster's layout cannot be read."""
         with store_errors():
             return self._connection().client
 
@@ -686,7 +616,7 @@ class RedisStore(GameStore):
         if self._built is None:
             with self._lock:
                 if self._built is None:
-                    client = _client(self._url, self._is_cluster, self._options)
+                    client = client_from_url(self._url, **self._options)
                     self._built = _Connection(
                         client, *(_ReloadingScript(client, text) for text in (CREATE_LUA, SAVE_LUA, ARCHIVE_LUA,
                                                                                EVENTS_LUA, NOTE_RATINGS_LUA,
@@ -707,28 +637,3 @@ def _expiry(ttl: int) -> str:
 
 def _event_count(effects: Effects) -> int:
     return effects.event_count
-
-
-def _client(url: str, is_cluster: bool, options: dict[str, Any]) -> Redis | RedisCluster:
-    """A client whose pools block when full (``max_connections``, waiting ``timeout`` s)."""
-    if is_cluster:
-        if url.startswith("redis://"):
-            options = {**options, "connection_class": QuickCheckConnection}
-        return RedisCluster.from_url(url, connection_pool_class=BlockingConnectionPool, **options)
-    pool = BlockingConnectionPool.from_url(url, **options)
-    pool.connection_class = with_quick_check(pool.connection_class)
-    client = Redis(connection_pool=pool)
-    client.auto_close_connection_pool = True  # close() disconnects the pool, as from_url's would
-    return client
-
-
-def _retry_policy() -> Retry:
-    """Retry only connection errors, twice and quickly: they are usually a pooled
-    connection that died. A write that did reach Redis before its connection broke is
-    never applied twice: the repeat is refused (VersionConflict, or "id taken" for
-    create). Timeouts are not retried, so a hung server costs one socket timeout."""
-    return Retry(
-        ExponentialWithJitterBackoff(base=0.05, cap=0.25), retries=2,
-        supported_errors=(RedisConnectionError,),
-    )
-

@@ -34,7 +34,7 @@ class KeyStreamReader:
                stopping: Callable[[], bool]) -> Iterator[StreamEntry | None]:
         """Every entry after ``after``, oldest first, then each new one; None after every
         ``heartbeat`` seconds without one. Ends when ``stopping()`` says so. Raises StoreError,
-        notify.LongPollCapacity, requester.ClientGone."""
+        LongPollCapacity, requester.ClientGone."""
         while not stopping():
             found = self._streams().wait(scope, after, BATCH, heartbeat)
             if not found:

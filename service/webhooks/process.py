@@ -14,16 +14,12 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from redis import Redis
-from redis.backoff import ExponentialWithJitterBackoff
 from redis.cluster import RedisCluster
-from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisClusterException, RedisError
-from redis.exceptions import TimeoutError as RedisTimeoutError
-from redis.retry import Retry
 
 from service.config import Config, ConfigError
 from service.observability.jsonlog import FIELDS_ATTRIBUTE, configure_logging
-from service.store.redis_client import SCHEMES, client_from_url
+from service.store.redis_client import SCHEMES, client_from_url, worker_options
 from service.webhooks.connections import IdleConnections
 from service.webhooks.health import HealthServer
 from service.webhooks.metrics import WorkerMetrics
@@ -41,24 +37,7 @@ class Background(Protocol):
     def stop(self) -> None: ...
     def join(self, timeout: float) -> bool: ...
 
-# Readers block in XREADGROUP for WorkerSettings.block_seconds; a socket timeout shorter
-# than that would cut every idle read off as an error.
-SOCKET_TIMEOUT_MARGIN_SECONDS = 5.0
 CONNECT_RETRY_SECONDS = 1.0
-
-
-def redis_options(block_seconds: float) -> dict[str, Any]:
-    """redis-py options of the worker's client."""
-    return {
-        "decode_responses": True,
-        "socket_timeout": block_seconds + SOCKET_TIMEOUT_MARGIN_SECONDS,
-        "socket_connect_timeout": 2.0,
-        "health_check_interval": 15,
-        # A repeated script is harmless (a second FINISH finds nothing to release), so
-        # connection errors and timeouts are simply tried again.
-        "retry": Retry(ExponentialWithJitterBackoff(base=0.1, cap=1.0), retries=3,
-                       supported_errors=(RedisConnectionError, RedisTimeoutError)),
-    }
 
 
 def run_worker(config: Config, settle: Settle, *, host: str = "0.0.0.0",
@@ -94,7 +73,7 @@ def run_worker(config: Config, settle: Settle, *, host: str = "0.0.0.0",
         metrics=metrics.exposition, metrics_token=config.metrics_token,
     ).start()
     logger.info("worker listening", extra={FIELDS_ATTRIBUTE: {"host": host, "port": health.port}})
-    client = _connect(config.redis_url, redis_options(settings.block_seconds), stop)
+    client = _connect(config.redis_url, worker_options(settings.block_seconds), stop)
     if client is not None:
         # As many kept connections per receiver as a task sends requests to it at once.
         sender = Sender(WebhookSecret.parse(config.webhook_secret), allow_private=config.webhook_allow_private,

@@ -20,8 +20,7 @@ from service.background.setup import background_runner
 from service.ratings.bots import BOT_RATINGS
 from service.store.areas import redis_areas
 from service.store.feed import FeedEntry
-from service.store.redis_client import client_from_url
-from service.webhooks.process import redis_options
+from service.store.redis_client import client_from_url, worker_options
 from tests.api.support import API_KEY, SpecChecker
 from tests.ratings.reference import Ledger
 
@@ -134,7 +133,7 @@ def redis_runner(app: Flask, url: str, prefix: str, settings: RunnerSettings = R
     this process, on a client of its own as the worker has; its ratings consumer wrapped by
     ``wrap``. Stopped at the end."""
     context = app.extensions[EXTENSION]
-    client = client_from_url(url, **redis_options(settings.block_seconds))
+    client = client_from_url(url, **worker_options(settings.block_seconds))
     runner = background_runner(context.config, context.games, redis_areas(context.store, client, prefix), settings)
     if name is not None:
         runner.name = name

@@ -13,7 +13,7 @@ import weakref
 
 import pytest
 
-from service.store import notify
+from service.store.waiter import Waiter
 from tests.api.support import Table, store_of
 
 
@@ -21,15 +21,15 @@ from tests.api.support import Table, store_of
 def hung_up_waiters(monkeypatch) -> list[weakref.ref]:
     """Every waiter's client hangs up as soon as it starts to wait; the list holds a weak
     reference to each."""
-    real_wait = notify.Waiter.wait
+    real_wait = Waiter.wait
     waiters: list[weakref.ref] = []
 
-    def hang_up_then_wait(waiter: notify.Waiter, deadline: float) -> bool:
+    def hang_up_then_wait(waiter: Waiter, deadline: float) -> bool:
         waiters.append(weakref.ref(waiter))
-        waiter._hang_up()
+        waiter.hang_up()
         return real_wait(waiter, deadline)
 
-    monkeypatch.setattr(notify.Waiter, "wait", hang_up_then_wait)
+    monkeypatch.setattr(Waiter, "wait", hang_up_then_wait)
     return waiters
 
 

@@ -14,9 +14,8 @@ from redis import Redis
 from service import rules
 from service.api.context import EXTENSION
 from service.store import store_from_url
-from service.store.errors import StoreError
+from service.store.errors import LongPollCapacity, StoreError
 from service.store.keys import game_keys
-from service.store.notify import LongPollCapacity
 from tests.api.checks import ACTIONS, LogReplay, person_move, stored_events, stored_match
 from tests.api.conftest import build_app
 from tests.api.support import API_KEY, store_of

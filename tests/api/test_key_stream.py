@@ -17,9 +17,8 @@ from service.api.context import EXTENSION
 from service.background.setup import background_runner
 from service.store.areas import redis_areas
 from service.store.feed import FeedEntry
-from service.store.redis_client import client_from_url
+from service.store.redis_client import client_from_url, worker_options
 from service.streams.writer import StreamWriter
-from service.webhooks.process import redis_options
 from tests.api.conftest import build_app
 from tests.api.streams import Reader
 from tests.api.support import API_KEY, store_of
@@ -32,7 +31,7 @@ OTHER_KEY = "another-api-key-of-the-tests-0123456789"
 def worker_runner(app: Flask, url: str, prefix: str) -> Iterator[None]:
     """Every consumer and timer of the service, run in this process on a client of its own."""
     context = app.extensions[EXTENSION]
-    client = client_from_url(url, **redis_options(1.0))
+    client = client_from_url(url, **worker_options(1.0))
     runner = background_runner(context.config, context.games, redis_areas(context.store, client, prefix)).start()
     try:
         yield

@@ -15,8 +15,7 @@ from service import ids
 from service.background.runner import Runner, RunnerSettings
 from service.store.areas import Areas, redis_areas
 from service.store.feed import FeedEntry
-from service.store.redis_client import client_from_url
-from service.webhooks.process import redis_options
+from service.store.redis_client import client_from_url, worker_options
 
 LEASE = 2.0
 QUICK = RunnerSettings(batch=8, block_seconds=0.2, lease_seconds=LEASE, poll_seconds=0.02, trim_seconds=0.5)
@@ -72,7 +71,7 @@ def runners(areas: Areas, backend: tuple[str, str]) -> Iterator[Callable[..., Ru
     def start(name: str, consumers=(), handlers=None, settings: RunnerSettings = QUICK, feed=None) -> Runner:
         own = areas
         if url != "memory://":
-            clients.append(client_from_url(url, **redis_options(settings.block_seconds)))
+            clients.append(client_from_url(url, **worker_options(settings.block_seconds)))
             own = redis_areas(areas.games, clients[-1], prefix)
         runner = Runner(feed or own.feed, own.timers, list(consumers), handlers or {}, settings, name=name).start()
         started.append(runner)

@@ -59,7 +59,7 @@ WAIT_SECONDS = 30  # LONG_POLL_MAX_SECONDS, the shipped cap
 RAMP_WINDOW = 16
 
 # In every phase, the mass hang-up included. While 5,000 clients hang up at once: 57 ms on
-# 2026-12-02 with the endings taking turns (service/store/notify.py, ENDINGS), 93-98 ms with a
+# 2026-12-02 with the endings taking turns (service/store/hangups.py, ENDINGS), 93-98 ms with a
 # busy loop taking one of the two cores; with a timer per ending, 104-154 ms alone and 259-352 ms
 # in CI on a slow VM. Since: 9-56 ms in the six runs whose figures were kept, two in CI.
 HEALTH_LIMIT = 0.100

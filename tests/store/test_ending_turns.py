@@ -15,14 +15,14 @@ import sys
 
 import pytest
 
-from service.store import notify
+from service.store import hangups
 
 SCRIPT = """
 from service.gunicorn_worker import patch
 patch()
 import json, time
 import gevent
-from service.store.notify import ENDINGS, NOTICES
+from service.store.hangups import ENDINGS, NOTICES
 
 def ending():
     ENDINGS.wait()
@@ -63,11 +63,11 @@ def test_other_requests_run_between_hung_up_long_polls_ending_in_a_burst() -> No
 def test_turns_pause_for_the_event_loop_after_their_work_seconds(monkeypatch) -> None:
     now = [100.0]
     pauses = []
-    monkeypatch.setattr(notify.time, "monotonic", lambda: now[0])
-    monkeypatch.setattr(notify.time, "sleep", pauses.append)
-    turns = notify.Turns(work_seconds=0.002)
+    monkeypatch.setattr(hangups.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(hangups.time, "sleep", pauses.append)
+    turns = hangups.Turns(work_seconds=0.002)
     turns.wait()  # the first of a burst pauses: what came before it is not known
-    assert pauses == [notify.PAUSE_SECONDS]
+    assert pauses == [hangups.PAUSE_SECONDS]
     for _ in range(3):  # endings of 0.5 ms each, back to back
         now[0] += 0.0005
         turns.wait()

@@ -13,7 +13,8 @@ import pytest
 import redis
 
 from service.store import RedisStore, store_from_url
-from service.store import notify
+from service.store import hangups, notify, shutdown
+from service.store.errors import LongPollCapacity
 from service.store.keys import game_keys
 from tests.redis_servers import RedisServer
 from tests.store.support import effects, new_id
@@ -141,7 +142,7 @@ def test_beyond_max_waiters_a_long_poll_is_refused_with_503(store: RedisStore) -
     game_id = game_with_events(store)
     waiters = [Waiting(store, game_id, 2, timeout=1.5) for _ in range(3)]
     until(lambda: store._connection().notifier.waiting == 3)
-    with pytest.raises(notify.LongPollCapacity) as refused:
+    with pytest.raises(LongPollCapacity) as refused:
         store.wait_for_events(game_id, 2, timeout=1)
     assert (refused.value.status, refused.value.code) == (503, "long_poll_capacity")
     assert refused.value.headers["Retry-After"].isdigit()
@@ -182,11 +183,11 @@ def test_closing_the_store_answers_its_waiters_at_once(store: RedisStore) -> Non
 
 
 def test_stop_waiting_answers_every_waiter_and_every_later_one_at_once(store: RedisStore, monkeypatch) -> None:
-    monkeypatch.setattr(notify, "_stopping", False)  # restored afterwards: it is process-wide
+    monkeypatch.setattr(shutdown, "_stopping", False)  # restored afterwards: it is process-wide
     game_id = game_with_events(store)
     waiter = Waiting(store, game_id, 2, timeout=20)
     until(lambda: store._connection().notifier.waiting == 1)
-    notify.stop_waiting()
+    shutdown.stop_waiting()
     assert waiter.join() == []
     started = time.monotonic()
     assert store.wait_for_events(game_id, 2, timeout=20) == []
@@ -209,7 +210,7 @@ def test_on_a_cluster_each_game_is_woken_through_its_own_node(redis_cluster_url:
             assert waiter.join() == ["e3"]
             assert waiter.returned_at - saved < 1.0
         notifier = store._connection().notifier
-        assert len(notifier._links) == 3  # one subscription connection per master
+        assert len(notifier._subscribers) == 3  # one subscription connection per master
         until(lambda: notifier.subscribed_channels() == set())
     finally:
         store.close()
@@ -252,8 +253,8 @@ def callers_share_the_capped_pool(store: RedisStore, own_redis: RedisServer) -> 
 
 def test_a_pacer_lets_a_lone_item_go_at_once_and_spaces_a_burst(monkeypatch) -> None:
     now = [100.0]
-    monkeypatch.setattr(notify.time, "monotonic", lambda: now[0])
-    pacer = notify.Pacer(0.001, most=0.0035)
+    monkeypatch.setattr(hangups.time, "monotonic", lambda: now[0])
+    pacer = hangups.Pacer(0.001, most=0.0035)
     assert pacer.wait() == 0.0
     now[0] += 1.0  # long after: alone again
     assert [round(pacer.wait(), 6) for _ in range(4)] == [0.0, 0.001, 0.002, 0.003]

@@ -7,8 +7,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from redis import Redis
 
-from service.store.redis_client import client_from_url
-from service.webhooks.process import redis_options
+from service.store.redis_client import client_from_url, worker_options
 from service.webhooks.sender import Sender
 from service.webhook_signing import WebhookSecret
 from service.webhooks.worker import Worker, WorkerSettings
@@ -66,7 +65,7 @@ def start_worker(redis_url: str, prefix: str, secret: str) -> Iterator[Callable[
         url: str | None = None, consumer: str | None = None, **settings,
     ) -> Worker:
         settings = WorkerSettings(**{**TEST_SETTINGS, **settings})
-        client = client_from_url(url or redis_url, **redis_options(settings.block_seconds))
+        client = client_from_url(url or redis_url, **worker_options(settings.block_seconds))
         clock_options = {} if clock is None else {"clock": clock}
         sender = Sender(
             WebhookSecret.parse(secret), allow_private=allow_private, total_timeout=total_timeout, **clock_options

@@ -19,7 +19,7 @@ from service.api.openapi import API_KEY_ONLY
 from service.api.parser import ApiBlueprint
 from service.api.problems import documents_problems
 from service.proxies import client_address
-from service.store import notify
+from service.store import shutdown
 from service.streams.reader import stream_id
 
 blp = ApiBlueprint("streams", __name__, url_prefix="/v1",
@@ -88,7 +88,7 @@ class KeyStream(MethodView):
             raise
         backlog = sse.Backlog(context.config.stream_heartbeat_seconds)
         frames = _frames(context.key_streams.follow(scope, after, context.config.stream_heartbeat_seconds,
-                                                     notify.stopping), backlog)
+                                                     shutdown.stopping), backlog)
         return sse.event_stream(request.environ, frames, held.close)
 
 
