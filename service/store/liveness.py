@@ -4,9 +4,12 @@ A process that marks seats present beats every BEAT_SECONDS: one round trip (two
 that sets its own expiry in a sorted set shared by every process (``<prefix>processes``,
 score = when it counts as gone) and reads the entries not yet past theirs; once a minute it
 also drops the entries past their expiry. A mark names its
-process; a reader counts only the marks of processes in the set it read last, and reads it
-again (at most once per REFRESH_SECONDS) when a mark names one it does not know (a process
-that began after its last read). A process that stops beating (crashed, killed) is gone
+process, and is written only after that process's first beat; a reader counts the marks of
+processes in the set it read last, and when a mark names one it does not know (a process
+that began after its last read) it reads the set again at once: a read begun after the mark
+was seen comes after that process's first beat, so a name missing from it is gone, and is
+remembered as gone for GONE_SECONDS (then read again, should it have only been slow). A
+process that stops beating (crashed, killed) is gone
 LIVES_SECONDS after its last beat; the read that sees it go wakes this process's presence
 followers (streams), so they read presence again. A process that follows presence without
 holding a mark (spectators' streams only) reads the set every FOLLOWER_READ_SECONDS, so
@@ -30,7 +33,9 @@ log = logging.getLogger(__name__)
 
 BEAT_SECONDS = 5.0
 LIVES_SECONDS = 15.0
-REFRESH_SECONDS = 1.0
+GONE_SECONDS = 15.0
+# At most this many names remembered as gone (the oldest judged are forgotten first).
+GONE_KEPT = 1000
 FOLLOWER_READ_SECONDS = 60.0
 PRUNE_SECONDS = 60.0
 # A presence mark held longer than this is written again (its key expires after a day).
@@ -58,6 +63,7 @@ class Liveness:
         self._pid = 0
         self._id = ""
         self._live: frozenset[str] = frozenset()
+        self._gone: dict[str, float] = {}  # name -> when judged gone (time.monotonic())
         self._read_at = float("-inf")
         self._pruned_at = float("-inf")
         self._beating: threading.Thread | None = None
@@ -83,13 +89,24 @@ class Liveness:
                 self._beating.start()
 
     def is_live(self, process: str) -> bool:
-        """Whether ``process`` beat recently, as last read; a name not known reads again
-        (at most every REFRESH_SECONDS). Raises RedisError, RedisClusterException."""
+        """Whether ``process`` beat recently, for a mark of it just read: as last read, or for a
+        name not known (nor judged gone within GONE_SECONDS) as read again now.
+        Raises RedisError, RedisClusterException."""
         if process in self._live:
             return True
-        if time.monotonic() - self._read_at >= REFRESH_SECONDS:
-            self._beat()
-        return process in self._live
+        with self._lock:
+            judged = self._gone.get(process)
+        if judged is not None and time.monotonic() - judged < GONE_SECONDS:
+            return False
+        self._beat()
+        if process in self._live:
+            return True
+        with self._lock:
+            self._gone.pop(process, None)
+            if len(self._gone) >= GONE_KEPT:
+                del self._gone[next(iter(self._gone))]
+            self._gone[process] = time.monotonic()
+        return False
 
     def _beat(self) -> None:
         now = time.time()

@@ -138,7 +138,6 @@ def own_redis(tmp_path) -> Iterator[RedisServer]:
 @pytest.fixture
 def quick_beats(monkeypatch) -> None:
     monkeypatch.setattr(liveness, "BEAT_SECONDS", 0.2)
-    monkeypatch.setattr(liveness, "REFRESH_SECONDS", 0.1)
     monkeypatch.setattr(liveness, "FOLLOWER_READ_SECONDS", 0.3)
 
 
@@ -152,13 +151,47 @@ def test_the_marks_of_a_process_that_stopped_beating_are_ignored(own_redis, quic
         assert online(table) == [False, False]
         client.zadd("p:processes", {"crashes-soon.1": time.time() + 1.5})
         client.hset(marks, "crashes-soon.1:1", 1)
-        time.sleep(liveness.REFRESH_SECONDS * 2)  # a mark of a process it has not seen: read again, once a while
-        watcher = stream(table, None)
+        watcher = stream(table, None)  # a mark of a process it has not seen: it reads the processes again
         assert watcher.view["players"][1]["online"] is True
         # Its heartbeat runs out: the watcher's process sees it gone and tells its streams.
         watcher.until(lambda events: watcher.presence() == [{"seat": 1, "online": False}], timeout=5)
         assert online(table) == [False, False]
         watcher.stop()
+    finally:
+        client.close()
+        store_of(app).close()
+
+
+def test_a_process_that_began_after_the_last_read_counts_at_once(own_redis):
+    """A process that just read who is alive (its own first mark beat) sees at once the mark of
+    one that registered after that read: a mark is written after its process's first beat."""
+    app = build_app(REDIS_URL=own_redis.url, KEY_PREFIX="p:", STREAM_HEARTBEAT_SECONDS="1")
+    client = redis.Redis.from_url(own_redis.url, decode_responses=True)
+    try:
+        table = Table.open(app, app.test_client(), "classic", seed=3)
+        player = stream(table, 1)  # this process beats: it has read the processes just now
+        client.zadd("p:processes", {"began-later.1": time.time() + 15})
+        client.hset(game_keys("p:", table.game_id).presence, "began-later.1:0", 1)
+        assert online(table) == [True, True]
+        player.stop()
+    finally:
+        client.close()
+        store_of(app).close()
+
+
+def test_a_gone_process_costs_one_read_then_none(own_redis):
+    app = build_app(REDIS_URL=own_redis.url, KEY_PREFIX="p:")
+    client = redis.Redis.from_url(own_redis.url, decode_responses=True)
+    try:
+        table = Table.open(app, app.test_client(), "classic", seed=3)
+        client.hset(game_keys("p:", table.game_id).presence, "long-gone.1:0", 1)
+        before = command_calls(client)
+        assert online(table) == [False, False]
+        assert changed(before, command_calls(client)).get("zrangebyscore") == 1
+        before = command_calls(client)
+        for _ in range(3):
+            assert online(table) == [False, False]
+        assert "zrangebyscore" not in changed(before, command_calls(client))
     finally:
         client.close()
         store_of(app).close()
