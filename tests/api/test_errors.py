@@ -315,6 +315,23 @@ def test_paths_are_matched_as_written(table, path, code):
     refused(table, lambda: send(url, headers=table.auth(table.view()["hand"]["turn"])), 404, code)
 
 
+def test_an_encoded_slash_in_an_external_id_is_its_text(client):
+    # Clients generated from the document encode a / in a path parameter as %2F.
+    body = {"variant": "classic", "players": [{"name": "Ann", "external_id": "team/ann"}, {"name": "Bob"}]}
+    game_id = client.post("/v1/games", json=body).get_json()["game"]["id"]
+    key = {"X-API-Key": API_KEY}
+    for path in ("/v1/players/team%2Fann/games", "/v1/players/team%2fann/games", "/v1/players/team/ann/games"):
+        response = client.get(path, headers=key)
+        assert response.status_code == 200, response.get_data(as_text=True)
+        assert [game["id"] for game in response.get_json()["games"]] == [game_id]
+    for path in ("/v1/players/team%2Fann/ratings", "/v1/players/team%2Fann/ratings/classic/history"):
+        assert_problem(client.get(path, headers=key), 404, "player_not_found")  # the route's answer: no rated match
+    # Only inside the id: elsewhere an encoded slash is still no separator.
+    for path in ("/v1/players/team%2Fann%2Fgames", "/v1/players/team/ann%2Fgames",
+                 "/v1/players/team%2Fann/ratings/classic%2Fhistory", "/v1/players/team/ratings%2Fclassic%2Fhistory"):
+        assert_problem(client.get(path, headers=key), 404, "not_found")
+
+
 def test_creation_needs_the_api_key_when_configured(redis_url, key_prefix):
     app = build_app(REDIS_URL=redis_url, KEY_PREFIX=key_prefix, API_KEYS="k-one, k-two")
     client = app.test_client()

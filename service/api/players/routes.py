@@ -18,7 +18,8 @@ blp = ApiBlueprint("players", __name__, url_prefix="/v1/players",
 EXTERNAL_ID_PARAMETER = {
     "in": "path",
     "name": "external_id",
-    "description": "The external id you gave the player's seat when creating matches",
+    "description": "The external id you gave the player's seat when creating matches "
+                   "(a `/` in it may be sent as `%2F`)",
     "example": "user-4711",
     "schema": {"type": "string", "minLength": 1, "maxLength": EXTERNAL_ID_MAX},
 }
