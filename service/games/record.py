@@ -98,6 +98,12 @@ class Record:
         """The player-index ids of the seats that carry an external id."""
         return [player_index_id(self.owner, seat.external_id) for seat in self.seats if seat.external_id]
 
+    def shown_result(self) -> dict | None:
+        """The match's result as every view shows it, None until it ends (``rating_changes``
+        null: GameService.view fills in those applied since)."""
+        result = self.match.result
+        return None if result is None else {**result.as_dict(), "rating_changes": None}
+
     def view(self, game_id: str, viewer: int | None, online: Sequence[bool] | None = None) -> dict:
         """The view of this game for ``viewer``: the engine's, with what the service adds.
 
@@ -110,8 +116,7 @@ class Record:
             player["metadata"] = seat.metadata
             player["online"] = self.match.is_bot(number) if online is None else online[number]
             player["rating"] = None if player["level"] is None else BOT_RATINGS[player["level"]].rating
-        if view["result"] is not None:
-            view["result"]["rating_changes"] = None
+        view["result"] = self.shown_result()
         view["metadata"] = self.metadata
         view["rematch_id"] = self.rematch_id
         return view

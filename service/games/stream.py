@@ -61,7 +61,14 @@ class Quiet:
     """Nothing happened for a heartbeat's interval."""
 
 
-Message = View | Shown | PresenceChange | Quiet
+@dataclass(frozen=True)
+class MatchOver:
+    """The stream's last message: the match is over, with its result as the view shows it."""
+
+    body: dict
+
+
+Message = View | Shown | PresenceChange | Quiet | MatchOver
 
 
 def open_stream(games: GameService, game_id: str, token: str | None, resume: int | None) -> MatchStream | None:
@@ -69,7 +76,7 @@ def open_stream(games: GameService, game_id: str, token: str | None, resume: int
     (None: from now, after the view). None when there is nothing to stream: the match is
     over and the client has every event (a client reconnecting after the end).
 
-    Raises notify.LongPollCapacity, StoreError, GameMissing/GameExpired, Unauthorized,
+    Raises LongPollCapacity, StoreError, GameMissing/GameExpired, Unauthorized,
     Unprocessable (a resume point past the last event)."""
     store = games.ctx.store
     held = ExitStack()
@@ -120,7 +127,8 @@ class MatchStream:
 
     def messages(self) -> Iterator[Message]:
         """The view, the events after the resume point, then whatever happens, until the match is
-        over (its ``match_finished`` sent) or the process stops. Raises requester.ClientGone."""
+        over (its ``match_finished`` sent, then ``MatchOver``) or the process stops. Raises
+        requester.ClientGone."""
         try:
             yield View(self._games.shown(self._game_id, self._record, self._viewer, self._present), self._follow.after)
             if self._record.match.event_count > self._follow.after:
@@ -141,6 +149,9 @@ class MatchStream:
                         yield from self._refresh(self._follow.woken_at if wake is not None else now)
                     except ConcurrentChange:
                         pass  # settling a deadline kept losing races: the winners' events wake it
+            # Only the end of the match leaves the loop (a stop returns from it).
+            yield MatchOver({"game_id": self._game_id, "status": self._record.match.status.value,
+                             "result": self._record.shown_result()})
         except (GameMissing, StoreError):
             return  # the match is gone, or the store is away: a client that reconnects is told which
         finally:

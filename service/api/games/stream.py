@@ -16,7 +16,7 @@ from service.api.fields import doc
 from service.api.games.routes import READ_PROBLEMS, blp
 from service.api.games.schemas import AFTER_MAX, GAME_ID_PARAMETER
 from service.api.problems import documents_problems
-from service.games.stream import MatchStream, PresenceChange, Quiet, Shown, View, open_stream
+from service.games.stream import MatchOver, MatchStream, PresenceChange, Quiet, Shown, View, open_stream
 from service.proxies import client_address
 
 F = ma.fields
@@ -40,6 +40,15 @@ data: {"seat":0,"online":false}
 id: 43
 event: discard
 data: {"seq":43,"type":"discard","seat":1,"hand":2,"turn":0,"bot":false,"card":"Kd"}
+
+...
+
+id: 97
+event: match_finished
+data: {"seq":97,"type":"match_finished","status":"finished","winner":0,...}
+
+event: match_over
+data: {"game_id":"g_3q5Jt0-8bJpYc2mXkq1WZA","status":"finished","result":{"winner":0,...}}
 
 """
 
@@ -78,7 +87,7 @@ class Stream(MethodView):
     @blp.arguments(StreamQuerySchema(), location="query")
     @blp.response(
         200, {"type": "string", "description": "Server-Sent Events: `view`, then the match's events, `presence` "
-                                               "changes and heartbeat comments"},
+                                               "changes and heartbeat comments; `match_over` last"},
         content_type=sse.MEDIA_TYPE, example=EXAMPLE,
         description="A stream of Server-Sent Events (`text/event-stream`), open until the match is over",
     )
@@ -93,7 +102,9 @@ class Stream(MethodView):
         `id:` the event after which the stream goes on. Then every new event of
         `/events`, redacted for you, with `id:` its `seq` and `event:` its type; `presence`
         (no id: not stored) when a seat comes or goes; a comment line at least every 15 s.
-        The stream ends after `match_finished`. Reconnect with `Last-Event-ID` (or `?after=`)
+        The match's end: its `match_finished` event, then `match_over` (no id: `game_id`,
+        `status` and `result` as the view has them), then the stream ends. Reconnect with
+        `Last-Event-ID` (or `?after=`)
         to resume without gap or repeat; once you have every event of a finished match the
         answer is 204.
         """
@@ -140,6 +151,8 @@ def _messages(stream: MatchStream, backlog: sse.Backlog) -> Iterator[bytes]:
                 data = sse.frame({"seat": message.seat, "online": message.online}, "presence")
             case Quiet():
                 data = sse.comment("keep-alive")
+            case MatchOver():
+                data = sse.frame(message.body, "match_over")
         backlog.check(sent)
         sent += len(data)
         yield data
