@@ -2,10 +2,12 @@
 
 A code is 8 characters of Crockford's base32 (``0-9`` and ``A-Z`` without ``I``, ``L``, ``O``
 and ``U``): 40 random bits, and it reads back whatever the case and with ``O`` for ``0`` and
-``I``/``L`` for ``1``, so the letters that look alike cannot be mistaken. Accepting creates the
-match and uses the invite in one atomic step (the game's id is derived from the invite and put
-in the invite's shard): an invite is used once, and a host never learns of a match that does
-not exist. Accepting is rate limited per API key, so codes cannot be guessed by trying them.
+``I``/``L`` for ``1``, so the letters that look alike cannot be mistaken. The acceptance that
+takes the last seat creates the match and uses the invite in one atomic step (the game's id is
+derived from the invite and put in the invite's shard): an invite is used once, and nobody
+learns of a match that does not exist. A box invite seats its first guest in the open invite
+(one compare-and-set) and waits for the second. Accepting is rate limited per API key, so codes
+cannot be guessed by trying them.
 """
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ CODE_LENGTH = 8
 # What a person may read or type for a character that looks like another.
 LOOK_ALIKES = str.maketrans({"O": "0", "I": "1", "L": "1"})
 TOKEN_LABEL = "invite"
-HOST_SEAT, GUEST_SEAT = 0, 1
+HOST_SEAT = 0
 ACCEPT_WINDOW_SECONDS = 60
 # Codes drawn for one invite before giving up: a drawn code is taken with a chance of (open
 # invites) / 2**40, so a second draw is already rare and a fifth never happens.
@@ -105,28 +107,38 @@ class Invites:
             raise StateConflict("this invite was accepted: its match is under way", code="invite_accepted",
                                 params={"game_id": after.game_id})
 
-    def accept(self, owner: str | None, code: str, guest: Player) -> tuple[Invite, str | None, bool]:
-        """Use the invite: the match is created with the host in seat 0 and ``guest`` in seat 1.
-        Returns the invite as it stands, the guest's token and whether this call created the match
-        (False: the same guest asked again). Raises TooMany (rate_limited), Missing
-        (invite_not_found: unknown, another key's, used by someone else, withdrawn or expired),
-        StateConflict (own_invite), StoreError."""
+    def accept(self, owner: str | None, code: str, guest: Player) -> tuple[Invite, int, str | None]:
+        """Take a seat: the guests sit after the host (seat 0) in the order they accepted; the
+        one who takes the last seat creates the match. Returns the invite as it stands, the
+        guest's seat and token (None while the invite waits for another guest); the same guest
+        asking again is answered the same. Raises TooMany (rate_limited), Missing
+        (invite_not_found: unknown, another key's, used by others, withdrawn or expired),
+        StateConflict (own_invite: the host, or a seated guest's id with other details),
+        StoreError."""
         self._count_accept(owner)
         invite = self._owned(owner, code)
         while True:
-            if invite.status == InviteStatus.ACCEPTED and invite.guest == guest:
-                return invite, self._token(invite, GUEST_SEAT), False
+            if guest in invite.guests and invite.status in (InviteStatus.OPEN, InviteStatus.ACCEPTED):
+                seat = guest_seat(invite, guest)
+                return invite, seat, self._token(invite, seat)
             if invite.status != InviteStatus.OPEN or invite.expires_at <= self.ctx.now():
                 raise Missing("this invite is used, withdrawn or expired", code="invite_not_found")
-            if guest.external_id == invite.host.external_id:
-                raise StateConflict("the host cannot accept their own invite", code="own_invite")
+            if guest.external_id in {invite.host.external_id, *(seated.external_id for seated in invite.guests)}:
+                raise StateConflict("this player holds a seat of this invite already (the host cannot accept "
+                                    "their own invite)", code="own_invite")
+            seated = replace(invite, guests=(*invite.guests, guest), version=invite.version + 1)
             try:
-                accepted = self._create(invite, guest)
+                if len(seated.guests) < rules.SEATS[invite.variant] - 1:
+                    if not self._invites().seat(invite, seated):
+                        raise ClaimLost(invite.code)
+                    return seated, guest_seat(seated, guest), None
+                accepted = self._create(seated)
             except ClaimLost:
                 invite = self._owned(owner, code)
                 continue
             self._invites().release(accepted)
-            return accepted, self._token(accepted, GUEST_SEAT), True
+            seat = guest_seat(accepted, guest)
+            return accepted, seat, self._token(accepted, seat)
 
     def on_timer(self, code: str) -> None:
         """An invite's expiry is due."""
@@ -138,26 +150,25 @@ class Invites:
         else:  # fired early (clocks of two processes apart): at its time again
             self._timers().set("invite", code, invite.expires_at)
 
-    def _create(self, invite: Invite, guest: Player) -> Invite:
-        shard = invite_shard(invite.code)
+    def _create(self, seated: Invite) -> Invite:
+        """The match of ``seated`` (every seat taken; one version past the invite as read)."""
+        shard = invite_shard(seated.code)
         # Of this invite, not only of its code: a code drawn again once an invite is gone must not
         # lead to that invite's match, which may live on.
-        game_id = ids.derived_game_id(self.ctx.secret().mac("invite", invite.code, repr(invite.created_at)), "invite",
+        game_id = ids.derived_game_id(self.ctx.secret().mac("invite", seated.code, repr(seated.created_at)), "invite",
                                       shard)
-        seats = (NewSeat(invite.host.name, None, invite.host.external_id, invite.host.metadata),
-                 NewSeat(guest.name, None, guest.external_id, guest.metadata))
-        owner = None if invite.scope == "-" else invite.scope
-        seating = Seating(invite.variant, seats, invite.rules, owner, invite.rated, None, TOKEN_LABEL)
-        accepted = replace(invite, status=InviteStatus.ACCEPTED, game_id=game_id, guest=guest,
-                           version=invite.version + 1)
-        claim = Claim("invite", invite.code, invite.version, InviteStatus.OPEN, InviteStatus.ACCEPTED,
-                      accepted.dump(), None, Timer("invite", invite.code).member)
+        people = (seated.host, *seated.guests)
+        seats = tuple(NewSeat(person.name, None, person.external_id, person.metadata) for person in people)
+        owner = None if seated.scope == "-" else seated.scope
+        seating = Seating(seated.variant, seats, seated.rules, owner, seated.rated, None, TOKEN_LABEL)
+        accepted = replace(seated, status=InviteStatus.ACCEPTED, game_id=game_id)
+        claim = Claim("invite", seated.code, seated.version - 1, InviteStatus.OPEN, InviteStatus.ACCEPTED,
+                      accepted.dump(), None, Timer("invite", seated.code).member)
         made = create_seated(self.ctx, game_id, seating, (claim,))
-        seated = made.seats[GUEST_SEAT]
-        if (made.match.names[GUEST_SEAT], seated.external_id, seated.metadata) != (guest.name, guest.external_id,
-                                                                                 guest.metadata):
+        if [(name, seat.external_id, seat.metadata) for name, seat in zip(made.match.names, made.seats)] != [
+                (person.name, person.external_id, person.metadata) for person in people]:
             # The code's match exists already, made by another acceptance that came first: this
-            # one's claim was never checked, and the seat (and its token) is the other player's.
+            # one's claim was never checked, and the seats (and their tokens) are other players'.
             raise ClaimLost(game_id)
         return accepted
 
@@ -178,3 +189,8 @@ class Invites:
         if invite.status != InviteStatus.ACCEPTED:
             return None
         return current_token(self.ctx, invite.game_id, seat, seat_token(self.ctx, invite.game_id, TOKEN_LABEL, seat))
+
+
+def guest_seat(invite: Invite, guest: Player) -> int:
+    """The seat of ``guest``, one of the invite's guests (after the host's)."""
+    return HOST_SEAT + 1 + invite.guests.index(guest)

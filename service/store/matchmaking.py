@@ -81,6 +81,9 @@ class Ticket:
 
 @dataclass(frozen=True)
 class Invite:
+    """An invite; ``guests`` are those who accepted, in seat order after the host (a box invite
+    seats its first guest while it waits for the second)."""
+
     code: str
     scope: str
     host: Player
@@ -92,7 +95,7 @@ class Invite:
     fingerprint: str = ""
     status: str = InviteStatus.OPEN
     game_id: str | None = None
-    guest: Player | None = None
+    guests: tuple[Player, ...] = ()
     version: int = 1
 
     def dump(self) -> str:
@@ -101,8 +104,11 @@ class Invite:
     @classmethod
     def parse(cls, text: str) -> Invite:
         data = json.loads(text)
-        guest = data.get("guest")
-        return cls(**{**data, "host": Player(**data["host"]), "guest": None if guest is None else Player(**guest)})
+        if "guest" in data:  # kept by 1.x before box invites: one guest, or none yet
+            guest = data.pop("guest")
+            data["guests"] = [] if guest is None else [guest]
+        guests = tuple(Player(**guest) for guest in data["guests"])
+        return cls(**{**data, "host": Player(**data["host"]), "guests": guests})
 
 
 def queue_id(scope: str, variant: str, rules: dict, rated: bool) -> str:
@@ -190,6 +196,11 @@ class InviteStore(abc.ABC):
     @abc.abstractmethod
     def close(self, code: str, status: str) -> Invite | None:
         """Move an open invite to ``status`` (withdrawn, expired); the invite as it is after."""
+
+    @abc.abstractmethod
+    def seat(self, invite: Invite, seated: Invite) -> bool:
+        """Replace ``invite`` by ``seated`` (a guest more, one version later, still open) iff it
+        is still open at ``invite.version``; wakes its waiters. False: it changed meanwhile."""
 
     @abc.abstractmethod
     def release(self, invite: Invite) -> None:

@@ -205,6 +205,15 @@ class MemoryInvites(_MemoryClaimables, InviteStore):
                 self.release(closed)
                 return closed
 
+    def seat(self, invite: Invite, seated: Invite) -> bool:
+        with self._store._changed:
+            found = self._table.live("invite", invite.code)
+            if found is None or found.status != InviteStatus.OPEN or found.version != invite.version:
+                return False
+            found.version, found.data = seated.version, seated.dump()
+            self._store._changed.notify_all()
+        return True
+
     def release(self, invite: Invite) -> None:
         with self._store._lock:
             self._table.invites_open[invite.scope].pop(invite.code, None)

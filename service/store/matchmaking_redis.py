@@ -56,6 +56,17 @@ redis.call('SPUBLISH', ARGV[7], version)
 return 1
 """
 
+# KEYS: hash. ARGV: 1 expected status, 2 expected version, 3 new data, 4 channel. The same
+# status, one version later (an invite's guest seated while it stays open).
+SEAT_LUA = """#!lua
+local held = redis.call('HMGET', KEYS[1], 's', 'v')
+if held[1] ~= ARGV[1] or tonumber(held[2]) ~= tonumber(ARGV[2]) then return 0 end
+local version = tonumber(ARGV[2]) + 1
+redis.call('HSET', KEYS[1], 'v', version, 'd', ARGV[3])
+redis.call('SPUBLISH', ARGV[4], version)
+return 1
+"""
+
 # A pointer is "<ticket id> <epoch seconds it was set>". Its ticket is stored right after it is
 # set, by the same request: a pointer to a ticket that does not exist is believed this long (that
 # request is under way), and replaced after (it failed before storing its ticket).
@@ -232,6 +243,10 @@ class RedisTickets(_Claimables, TicketStore):
 
 
 class RedisInvites(_Claimables, InviteStore):
+    def __init__(self, client: Redis | RedisCluster, prefix: str, notifier) -> None:
+        super().__init__(client, prefix, notifier)
+        self._seat = client.register_script(SEAT_LUA)
+
     def open(self, invite: Invite, max_open: int, keep_seconds: int) -> Invite:
         counted = scope_key(self._prefix, invite.scope, "invites")
         now = time.time()
@@ -273,6 +288,12 @@ class RedisInvites(_Claimables, InviteStore):
                             invite.version, status, closed.dump()):
                 self.release(closed)
                 return closed
+
+    def seat(self, invite: Invite, seated: Invite) -> bool:
+        keys = invite_keys(self._prefix, invite.code)
+        with store_errors():
+            return bool(self._seat(keys=[keys.hash], args=[InviteStatus.OPEN, invite.version, seated.dump(),
+                                                            keys.channel]))
 
     def release(self, invite: Invite) -> None:
         with store_errors():

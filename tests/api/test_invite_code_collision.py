@@ -17,8 +17,9 @@ def test_a_code_already_taken_is_drawn_again(any_app: Flask, monkeypatch):
     first = client.post("/v1/invites", headers={"X-API-Key": API_KEY},
                         json={"host": {"external_id": "user-ann", "name": "Ann"}, "variant": "classic"})
     second = client.post("/v1/invites", headers={"X-API-Key": API_KEY},
-                         json={"host": {"external_id": "user-bob", "name": "Bob"}, "variant": "box"})
+                         json={"host": {"external_id": "user-bob", "name": "Bob"}, "variant": "classic",
+                               "rules": {"knock_limit": 7}})
     assert first.status_code == second.status_code == 201
     assert first.get_json()["invite"]["code"] == TAKEN
     invite = second.get_json()["invite"]
-    assert (invite["code"], invite["host"]["name"], invite["variant"]) == (FREE, "Bob", "box")
+    assert (invite["code"], invite["host"]["name"], invite["rules"]["knock_limit"]) == (FREE, "Bob", 7)

@@ -27,8 +27,7 @@ from service.games.setup import game_service
 from service.store import store_from_url
 from service.store.areas import Areas, areas_of, redis_areas
 from service.store.ratings import Change, HistoryEntry, Standing
-from service.store.redis_client import client_from_url
-from service.webhooks.process import redis_options
+from service.store.redis_client import client_from_url, worker_options
 from tests.api.conftest import build_app
 from tests.api.support import API_KEY, store_of
 
@@ -56,7 +55,7 @@ def worker_runner(config: Config, settings: RunnerSettings = TEST_RUNNER) -> Wor
     """Started; as service/cli.py builds it for ``ginrummy worker``."""
     store = store_from_url(config.redis_url, config.key_prefix, config.max_events_per_game)
     games = game_service(config, store)
-    client = client_from_url(config.redis_url, **redis_options(settings.block_seconds))
+    client = client_from_url(config.redis_url, **worker_options(settings.block_seconds))
     areas = redis_areas(store, client, config.key_prefix, config.key_stream_retention_seconds)
     runner = background_runner(config, games, areas, settings).start()
     return WorkerRunner(runner, [client.close, store.close])

@@ -1,6 +1,7 @@
 """Invites through HTTP, on the embedded store and on Redis (with the worker's runner beside the
-app): the code, accepting it (once, by one guest), the host's long-poll, withdrawing, expiry on
-time, the rate limit on accepting, the bound on open invites, and rated invites."""
+app): the code, accepting it (once, by one guest; a box invite by two, in turn), the host's
+long-poll, withdrawing, expiry on time, the rate limit on accepting, the bound on open invites,
+and rated invites."""
 from __future__ import annotations
 
 import re
@@ -51,7 +52,8 @@ def test_an_invite_has_a_code_of_eight_characters_without_look_alikes(start_quic
     assert CODE.fullmatch(found["code"]) and set(ALPHABET) == set("0123456789ABCDEFGHJKMNPQRSTVWXYZ")
     assert created.headers["Location"] == f"{INVITES}/{found['code']}"
     assert found["status"] == "open" and found["rated"] is False and found["variant"] == "classic"
-    assert found["host"] == {"external_id": "ann", "name": "Ann", "metadata": None} and found["guest"] is None
+    assert found["host"] == {"external_id": "ann", "name": "Ann", "metadata": None}
+    assert found["guest"] is None and found["guests"] == []
     assert {found[name] for name in ("game_id", "seat", "token")} == {None}
     assert read(service, found["code"]).get_json()["invite"] == found
     codes = {invited(service, f"host-{n}")["code"] for n in range(20)}
@@ -103,6 +105,55 @@ def test_accepting_creates_the_match_once_and_the_host_learns_it(start_quick_pla
     reissued = service.client().post(f"/v1/games/{game_id}/players/0/token", headers={"X-API-Key": API_KEY})
     assert reissued.status_code == 200
     assert read(service, code).get_json()["invite"]["token"] is None
+
+
+def test_a_box_invite_seats_two_friends_in_the_order_they_accept(start_quick_play):
+    service = start_quick_play()
+    code = invited(service, "ann", variant="box")["code"]
+    woken: dict = {}
+    waiter = threading.Thread(target=lambda: woken.update(read(service, code, wait=10).get_json()["invite"]))
+    waiter.start()
+    time.sleep(0.3)
+    first = accept(service, code, "bob")
+    assert first.status_code == 202, first.get_json()
+    bob = {"external_id": "bob", "name": "Bob", "metadata": None}
+    seated = first.get_json()["invite"]
+    assert seated["status"] == "open" and seated["guests"] == [bob] and seated["guest"] == bob
+    assert {seated[name] for name in ("game_id", "seat", "token")} == {None}
+    waiter.join(15)
+    assert woken["status"] == "open" and woken["guests"] == [bob]  # the host's long-poll saw the seat taken
+    again = accept(service, code, "bob")
+    assert again.status_code == 202 and again.get_json()["invite"]["guests"] == [bob]
+    for who, name in (("ann", "Ann"), ("bob", "Robert")):  # the host, or bob under another name: no second seat
+        assert_problem(accept(service, code, who, name=name), 409, "own_invite")
+    last = accept(service, code, "cy", metadata={"level": 2})
+    assert last.status_code == 201, last.get_json()
+    body = last.get_json()
+    game_id = body["game"]["id"]
+    assert body["game"]["variant"] == "box" and seats_of(body["game"]) == ["ann", "bob", "cy"]
+    assert [(p["seat"], p["name"]) for p in body["players"]] == [(0, "Ann"), (1, "Bob"), (2, "Cy")]
+    assert [p["token"] is not None for p in body["players"]] == [False, False, True]
+    # Bob asks again for his token; the host reads the invite for hers.
+    bobs = accept(service, code, "bob")
+    assert bobs.status_code == 201 and bobs.get_json()["game"]["id"] == game_id
+    assert [p["token"] is not None for p in bobs.get_json()["players"]] == [False, True, False]
+    host = read(service, code).get_json()["invite"]
+    assert host["status"] == "accepted" and host["game_id"] == game_id and host["seat"] == 0
+    assert [guest["external_id"] for guest in host["guests"]] == ["bob", "cy"]
+    tokens = [host["token"], bobs.get_json()["players"][1]["token"], body["players"][2]["token"]]
+    assert [service.view(game_id, token).get_json()["you"]["seat"] for token in tokens] == [0, 1, 2]
+    assert_problem(accept(service, code, "dee"), 404, "invite_not_found")
+
+
+def test_a_box_invite_withdrawn_with_one_friend_seated_is_used_by_nobody(start_quick_play):
+    service = start_quick_play()
+    code = invited(service, "ann", variant="box")["code"]
+    assert accept(service, code, "bob").status_code == 202
+    assert withdraw(service, code).status_code == 204
+    assert_problem(accept(service, code, "bob"), 404, "invite_not_found")
+    assert_problem(accept(service, code, "cy"), 404, "invite_not_found")
+    withdrawn = read(service, code).get_json()["invite"]
+    assert withdrawn["status"] == "withdrawn" and withdrawn["game_id"] is None
 
 
 def test_the_host_long_poll_is_capped_at_the_longest_wait_the_server_allows(start_quick_play):

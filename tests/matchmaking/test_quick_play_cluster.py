@@ -15,7 +15,7 @@ import redis
 
 from tests.api.support import API_KEY
 from tests.e2e.quick_play import check_match, matches_of, stored_games
-from tests.matchmaking.support import QuickPlayService, quick_play_service
+from tests.matchmaking.support import QuickPlayService, quick_play_service, seats_of
 from tests.matchmaking.test_invites_http import accept, invited, read
 from tests.matchmaking.test_timed_pairing import settle_times
 
@@ -81,3 +81,10 @@ def test_bot_fallbacks_and_invites_work_on_a_cluster(cluster_services):
     assert other.client().post(f"/v1/games/{host['game_id']}/players/0/token",
                                headers={"X-API-Key": API_KEY}).status_code == 200
     assert read(other, code).get_json()["invite"]["token"] is None
+
+    box = invited(service, "ann", variant="box")["code"]
+    assert accept(other, box, "bob").status_code == 202
+    made = accept(service, box, "cy")
+    assert made.status_code == 201, made.get_json()
+    assert seats_of(made.get_json()["game"]) == ["ann", "bob", "cy"]
+    assert accept(other, box, "bob").get_json()["game"]["id"] == made.get_json()["game"]["id"]

@@ -13,7 +13,7 @@ from service.api.matchmaking.schemas import (AcceptRequestSchema, InviteAnswerSc
 from service.api.openapi import API_KEY_ONLY
 from service.api.parser import ApiBlueprint
 from service.api.problems import documents_problems
-from service.matchmaking.invites import GUEST_SEAT, HOST_SEAT
+from service.matchmaking.invites import HOST_SEAT
 from service.rules.match import iso_time
 from service.store.matchmaking import Invite, Player
 
@@ -24,15 +24,15 @@ CODE_PARAMETER = {"in": "path", "name": "code", "description": "The invite's cod
                   "`I` and `L` as `1`)", "example": "7KQ9M2XR", "schema": {"type": "string"}}
 
 
-def _player(player: Player | None) -> dict | None:
-    if player is None:
-        return None
+def _player(player: Player) -> dict:
     return {"external_id": player.external_id, "name": player.name, "metadata": player.metadata}
 
 
 def invite_body(invite: Invite, token: str | None) -> dict:
+    guests = [_player(guest) for guest in invite.guests]
     return {"invite": {
-        "code": invite.code, "status": invite.status, "host": _player(invite.host), "guest": _player(invite.guest),
+        "code": invite.code, "status": invite.status, "host": _player(invite.host),
+        "guest": guests[0] if guests else None, "guests": guests,
         "variant": invite.variant, "rules": invite.rules, "rated": invite.rated,
         "created_at": iso_time(invite.created_at), "expires_at": iso_time(invite.expires_at),
         "game_id": invite.game_id, "seat": None if invite.game_id is None else HOST_SEAT, "token": token,
@@ -96,7 +96,11 @@ class InviteResource(MethodView):
 class AcceptInvite(MethodView):
     @blp.doc(operationId="acceptInvite", security=API_KEY_ONLY)
     @blp.arguments(AcceptRequestSchema(), example={"player": {"external_id": "user-99", "name": "Bob"}})
-    @blp.response(201, CreatedGameSchema)
+    @blp.response(201, CreatedGameSchema, description="This player took the last seat, or had taken a seat of "
+                  "the match: the match, with this player's token")
+    @blp.alt_response(202, schema=InviteAnswerSchema, description="A seat of a box invite is this player's; the "
+                      "match begins when the last friend accepts (read the invite with `wait` to learn when, "
+                      "then accept again for the token)")
     @documents_problems(blp, {400: ["invalid_request"], 401: ["unauthorized"], 404: ["invite_not_found"],
                               409: ["own_invite"], 413: ["payload_too_large"], 415: ["unsupported_media_type"],
                               422: ["invalid_request"], 429: ["rate_limited"],
@@ -104,16 +108,21 @@ class AcceptInvite(MethodView):
     def post(self, body, code):
         """Accept an invite
 
-        Creates the match (the host in seat 0, this player in seat 1) and answers like a
-        creation, with this player's token only. Asked again by the same player, it answers the
-        same match. Unknown, used, withdrawn or expired codes: 404 `invite_not_found`. Accepting
-        is rate limited per API key.
+        Takes the next seat (the host sits in seat 0, the friends from seat 1 in the order they
+        accept). The acceptance that takes the last seat (a classic invite's only one, a box
+        invite's second) creates the match and answers like a creation, with this player's token
+        only; a box invite's first acceptance answers 202 with the invite, which stays open. Asked
+        again by the same player (the same id, name and metadata) it answers the same. Unknown,
+        used, withdrawn or expired codes: 404 `invite_not_found`. Accepting is rate limited per
+        API key.
         """
         guest = body["player"]
-        invite, token, _ = current().invites.accept(players_owner(request), code, guest)
+        invite, seat, token = current().invites.accept(players_owner(request), code, guest)
+        if invite.game_id is None:
+            return private(invite_body(invite, None), 202)
         view = current().games.view(invite.game_id, None).body
-        players = [{"seat": HOST_SEAT, "name": invite.host.name, "token": None},
-                   {"seat": GUEST_SEAT, "name": guest.name, "token": token}]
+        players = [{"seat": number, "name": name, "token": token if number == seat else None}
+                   for number, name in enumerate(player["name"] for player in view["players"])]
         response = private({"game": view, "players": players}, 201)
         response.headers["Location"] = f"/v1/games/{invite.game_id}"
         return response

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import marshmallow as ma
 
-from service.api.fields import ResponseSchema, StrictBoolean, doc, nested, shown_text, utc_time
+from service.api.fields import ResponseSchema, StrictBoolean, doc, nested, nested_list, shown_text, utc_time
 from service.api.games.schemas import EXTERNAL_ID_MAX, NAME_MAX, metadata_field
 from service.api.games.view_schema import RulesRequestSchema, RulesSchema, metadata_doc
 from service.api.vocabulary import VARIANT, enum_field
@@ -76,7 +76,7 @@ class TicketSchema(ResponseSchema):
     variant = enum_field(VARIANT, "Variant", "classic", required=True)
     rules = F.Nested(RulesSchema, required=True, metadata=doc("The rule options", {"knock_limit": 10}))
     rated = F.Boolean(required=True, metadata=doc("Whether the match is rated", True))
-    rating = F.Float(required=True, allow_none=True,
+    rating = F.Float(required=True,
                      metadata=doc("The player's rating in this variant when queued (a new player's initial rating)",
                                   1500.0))
     bot_after_seconds = F.Integer(required=True, allow_none=True, metadata=doc("As asked", 30))
@@ -101,7 +101,8 @@ class WaitQuerySchema(ma.Schema):
 class InviteRequestSchema(ma.Schema):
     host = F.Nested(PlayerRequestSchema, required=True,
                     metadata=doc("Who invites", {"external_id": "user-4711", "name": "Ann"}))
-    variant = _variant()
+    variant = enum_field(VARIANT, "`classic` (the host and one friend) or `box` (the host and two friends)",
+                         "classic", required=True)
     rules = _rules()
     rated = StrictBoolean(load_default=False, metadata=doc("Rate the match (default false)", False))
     expires_in = F.Integer(load_default=86400, strict=True, validate=ma.validate.Range(60, 7 * 86400),
@@ -122,7 +123,9 @@ class InviteSchema(ResponseSchema):
     status = F.String(required=True, validate=ma.validate.OneOf(["open", "accepted", "withdrawn", "expired"]),
                       metadata=doc("`open`, `accepted`, `withdrawn` or `expired`", "open"))
     host = nested(PlayerRefSchema, "Who invites", required=True)
-    guest = nested(PlayerRefSchema, "Who accepted (null until then)", required=True, allow_none=True)
+    guest = nested(PlayerRefSchema, "Who accepted first (seat 1; null until then)", required=True, allow_none=True)
+    guests = nested_list(PlayerRefSchema, "Who accepted, in seat order from seat 1 (a box invite stays open "
+                         "with one guest until the second accepts)", required=True)
     variant = enum_field(VARIANT, "Variant", "classic", required=True)
     rules = F.Nested(RulesSchema, required=True, metadata=doc("The rule options", {"knock_limit": 10}))
     rated = F.Boolean(required=True, metadata=doc("Whether the match is rated", False))
