@@ -152,6 +152,12 @@ def test_expired_matches_are_left_out_without_ending_the_pages(redis_url, key_pr
         for limit in (1, 2, 3, 20):
             listed = [g["id"] for page in all_pages(lasting, KEY_A, player, limit=limit) for g in page]
             assert listed == [newest, older, oldest], f"limit {limit}"
+        # Reading dropped the expired games' entries: the index does not keep growing with them.
+        with Redis.from_url(redis_url, decode_responses=True) as client:
+            indexed = {game for shard in range(ids.SHARDS)
+                       for game in client.zrange(index_key(key_prefix, shard, player_index_id(key_id(KEY_A), player),
+                                                           "active"), 0, -1)}
+        assert indexed == {newest, older, oldest}
     finally:
         store_of(lasting).close()
         store_of(brief).close()

@@ -140,6 +140,11 @@ def test_the_stream_ends_after_the_match_and_a_client_with_every_event_gets_204(
     reader.wait_end()
     shown = reader.shown()
     assert shown[-1]["type"] == EventType.MATCH_FINISHED.value
+    # The end, said once more without an id: the match's result as its view has it.
+    assert reader.events[-1].event == "match_over" and reader.events[-1].id in (None, "", str(shown[-1]["seq"]))
+    view = table.view()
+    assert json.loads(reader.events[-1].data) == {"game_id": table.game_id, "status": view["status"],
+                                                  "result": view["result"]}
     last = shown[-1]["seq"]
     # EventSource reconnects with the last id it got: nothing more, and it stops reconnecting.
     again = table.client.get(stream_path(table), headers={"Last-Event-ID": str(last)})
@@ -147,7 +152,8 @@ def test_the_stream_ends_after_the_match_and_a_client_with_every_event_gets_204(
     # Without a resume point: the finished match's view, then the end.
     fresh = Reader(table.client, stream_path(table))
     fresh.wait_end()
-    assert [e.event for e in fresh.events] == ["view"] and json.loads(fresh.events[0].data)["status"] == "finished"
+    assert [e.event for e in fresh.events] == ["view", "match_over"]
+    assert json.loads(fresh.events[0].data)["status"] == "finished"
     assert fresh.events[0].id == str(last)
 
 
@@ -206,7 +212,9 @@ def test_a_full_process_refuses_a_stream_with_503(redis_url, key_prefix):
 
 
 def test_a_deadline_that_passes_while_streaming_is_played_and_streamed(redis_url, key_prefix):
-    app = build_app(REDIS_URL=redis_url, KEY_PREFIX=key_prefix)
+    # a heartbeat every second: the reader stops at the next chunk, and after the timeout the
+    # match may stay silent for longer than the reader waits
+    app = build_app(REDIS_URL=redis_url, KEY_PREFIX=key_prefix, STREAM_HEARTBEAT_SECONDS="1")
     try:
         clocked(app)
         created = app.test_client().post("/v1/games", json={

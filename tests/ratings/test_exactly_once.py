@@ -24,8 +24,7 @@ from service.store.areas import Areas, areas_of, redis_areas
 from service.store.errors import StoreError
 from service.store.feed import FeedEntry, Read
 from service.store.ratings import StaleStandings
-from service.store.redis_client import client_from_url
-from service.webhooks.process import redis_options
+from service.store.redis_client import client_from_url, worker_options
 from tests.api.conftest import build_app
 from tests.api.rated import KEY_A, Reads, create_rated, new_ledger, person, public_view, resign
 from tests.api.support import store_of
@@ -79,7 +78,7 @@ class Served:
         """The areas as a worker has them: on a client of its own (Redis)."""
         if self.url == "memory://":
             return areas_of(self.context.store, "")
-        client = client_from_url(self.url, **redis_options(SHORT.block_seconds))
+        client = client_from_url(self.url, **worker_options(SHORT.block_seconds))
         self.clients.append(client)
         return redis_areas(self.context.store, client, self.prefix)
 
@@ -251,6 +250,21 @@ def test_an_entry_applied_twice_at_once_changes_the_ratings_once(served: Served)
     check_applied_once(served, [game_id], [view])
 
 
+class ShardByShard:
+    """The feed read one shard per reader, as on a cluster. On one Redis a read covers every
+    shard and takes up to ``batch`` entries of each: one runner could hold both matches' ends
+    at once and apply them one after the other, never together."""
+
+    def __init__(self, feed) -> None:
+        self._feed = feed
+
+    def __getattr__(self, name):
+        return getattr(self._feed, name)
+
+    def reader_shards(self) -> list[tuple[int, ...]]:
+        return [(shard,) for shards in self._feed.reader_shards() for shard in shards]
+
+
 class Together:
     """A ratings store whose first two reads of standings (by any reader: two runners, or two
     readers of one runner on a cluster) wait for each other: both compute from the same
@@ -280,7 +294,7 @@ class Together:
 
 
 def test_two_matches_of_one_player_applied_at_once_both_count(served: Served):
-    """Two runners, each with one of the matches (one entry at a time, a lease longer than the
+    """Two runners, each with one of the matches (one entry per read, a lease longer than the
     test: neither takes the other's over), read the standings before either applies."""
     ann, bob, cy = players("ann", "bob", "cy")
     barrier = threading.Barrier(2, timeout=10)
@@ -290,7 +304,8 @@ def test_two_matches_of_one_player_applied_at_once_both_count(served: Served):
     for name in ("one", "two"):
         areas = served.areas()
         stores.append(Together(areas.ratings, barrier, first_two))
-        served.runner(name, served.applier(areas, ratings=stores[-1]), areas, settings=one_at_a_time)
+        served.runner(name, served.applier(areas, ratings=stores[-1]), areas, feed=ShardByShard(areas.feed),
+                      settings=one_at_a_time)
     first = create_rated(served.client, KEY_A, "classic", [person(ann), person(bob)])
     second = create_rated(served.client, KEY_A, "classic", [person(cy), person(ann)])
     resign(served.client, first, 1)
