@@ -293,4 +293,8 @@ class GameStore(abc.ABC):
         """Raise StoreError unless the backend answers now (readiness)."""
 
     def close(self) -> None:
-        """Release connections; the store is not used afterwards."""
+        """Release connections; the store is not used afterwards (nor retries its presence
+        writes)."""
+        holds = self.__dict__.get("_holds")
+        if holds is not None:
+            holds.close()

@@ -67,6 +67,12 @@ class Liveness:
         self._read_at = float("-inf")
         self._pruned_at = float("-inf")
         self._beating: threading.Thread | None = None
+        self._closed = False
+
+    def close(self) -> None:
+        """Stop beating and reading: the thread ends at its next round."""
+        with self._lock:
+            self._closed = True
 
     @property
     def id(self) -> str:
@@ -130,7 +136,7 @@ class Liveness:
             time.sleep(BEAT_SECONDS)
             with self._lock:
                 marked = self._marked()
-                if not marked and not self._following():
+                if self._closed or (not marked and not self._following()):
                     self._beating = None
                     return
             if not marked and time.monotonic() - self._read_at < FOLLOWER_READ_SECONDS:

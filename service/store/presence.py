@@ -8,7 +8,8 @@ leave (so a reconnect is not news). Writes are a store call each (on Redis one s
 HSET or HDEL, and a publish on the game's channel); one writer per (game, seat) at a time
 brings the store in line with what is wanted, so a mark and an unmark never cross.
 
-A write that fails (the store is away) is tried again about every second until it lands.
+A write that fails (the store is away) is tried again about every second until it lands, or
+until the store is closed.
 """
 from __future__ import annotations
 
@@ -44,6 +45,12 @@ class SeatHolds:
         self._writing: set[Key] = set()
         self._failed: set[Key] = set()
         self._sweeper: threading.Thread | None = None
+        self._closed = False
+
+    def close(self) -> None:
+        """Stop writing: the sweeper ends at its next round, whatever it still meant to write."""
+        with self._lock:
+            self._closed = True
 
     @contextmanager
     def holding(self, game_id: str, seat: int) -> Iterator[None]:
@@ -113,6 +120,9 @@ class SeatHolds:
         while True:
             time.sleep(min(self._grace / 2, 1.0) if self._grace > 0 else 0.01)
             with self._lock:
+                if self._closed:
+                    self._sweeper = None
+                    return
                 now = time.monotonic()
                 due = [key for key, until in self._releasing.items() if until <= now]
                 for key in due:

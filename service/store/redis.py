@@ -571,7 +571,9 @@ class RedisStore(GameStore):
             return self._connection().notifier
 
     def close(self) -> None:
-        """Close the subscriptions and the pool's connections."""
+        """Close the subscriptions and the pool's connections; the presence beats and writes end."""
+        super().close()
+        self._liveness.close()
         if self._built is not None:
             self._built.notifier.close()
             self._built.client.close()

@@ -179,6 +179,26 @@ def test_a_process_that_began_after_the_last_read_counts_at_once(own_redis):
         store_of(app).close()
 
 
+def test_a_closed_store_stops_retrying_its_presence_writes(own_redis, quick_beats, caplog):
+    """Redis goes away while a seat's unmark is due: the writes are retried until the store is
+    closed, then nothing of it runs on (no thread left reconnecting to a store nobody uses)."""
+    app = build_app(REDIS_URL=own_redis.url, KEY_PREFIX="p:", STREAM_HEARTBEAT_SECONDS="1")
+    table = Table.open(app, app.test_client(), "classic", seed=3)
+    stream(table, 0).stop()  # marked; the unmark comes after the grace
+    own_redis.stop()
+
+    def complaints() -> int:
+        return sum("not written" in r.getMessage() or "cannot beat" in r.getMessage() for r in caplog.records)
+
+    with caplog.at_level("WARNING"):
+        until(lambda: complaints() >= 2, timeout=GRACE + 5)  # retrying
+        store_of(app).close()
+        time.sleep(1.5)  # a round already under way ends
+        after_close = complaints()
+        time.sleep(3)
+        assert complaints() == after_close
+
+
 def test_a_gone_process_costs_one_read_then_none(own_redis):
     app = build_app(REDIS_URL=own_redis.url, KEY_PREFIX="p:")
     client = redis.Redis.from_url(own_redis.url, decode_responses=True)
