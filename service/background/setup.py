@@ -10,6 +10,7 @@ from service.ratings.applier import RatingsApplier
 from service.ratings.bots import BOT_RATINGS
 from service.streams.writer import StreamWriter
 from service.store.areas import Areas
+from service.store.timers import DEADLINE_TIMER
 
 # On the embedded store the loop is woken by every change that concerns it, so a blocking read
 # never needs to wait (service/background/in_process.py).
@@ -22,5 +23,6 @@ def background_runner(config: Config, games: GameService, areas: Areas,
     consumers = [RatingsApplier(areas.ratings, games.note_rating_changes, BOT_RATINGS, config.glicko2()),
                  StreamWriter(lambda: areas.streams)]
     quick, invited = quick_play(config, games, areas), invites(config, games, areas)
-    handlers = {"ticket": quick.on_ticket_timer, "queue": quick.on_queue_timer, "invite": invited.on_timer}
+    handlers = {"ticket": quick.on_ticket_timer, "queue": quick.on_queue_timer, "invite": invited.on_timer,
+                DEADLINE_TIMER: games.settle}
     return Runner(areas.feed, areas.timers, consumers, handlers, settings)

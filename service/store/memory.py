@@ -23,6 +23,7 @@ from service.store.matchmaking_memory import Claimables
 from service.store.memory_activity import Activity
 from service.store.ratings_memory import MemoryRatings
 from service.store.streams_memory import MemoryKeyStreams
+from service.store.timers import DEADLINE_TIMER
 from service.store.timers_memory import MemoryTimers
 from service.store.base import (
     ClaimLost,
@@ -83,7 +84,6 @@ class MemoryStore(GameStore):
         self._players: dict[str, _Player] = {}
         self._counters: dict[str, _Expiring] = {}
         self._secret: str | None = None
-        self.deadlines: dict[str, float] = {}
         self.outbox: deque[OutboxEntry] = deque(maxlen=OUTBOX_KEPT)
         # What the in-process background loop serves (service/background/in_process.py).
         self.activity = Activity()
@@ -174,9 +174,9 @@ class MemoryStore(GameStore):
         self.feed.append(0, effects.feed)
         if effects.timed:
             if effects.deadline is None:
-                self.deadlines.pop(game_id, None)
+                self.timers.cancel(DEADLINE_TIMER, game_id)
             else:
-                self.deadlines[game_id] = effects.deadline
+                self.timers.set(DEADLINE_TIMER, game_id, effects.deadline)
         self._changed.notify_all()
 
     def events(self, game_id: str, after: int) -> list[str]:
@@ -262,8 +262,7 @@ class MemoryStore(GameStore):
 
     def schedule(self, game_id: str, deadline: float) -> None:
         """Put the deadline back into the schedule."""
-        with self._lock:
-            self.deadlines[game_id] = deadline
+        self.timers.set(DEADLINE_TIMER, game_id, deadline)
 
     def count(self, key: str, window_seconds: int) -> int:
         """Add one to ``key``'s counter of the current window and return it."""
@@ -307,7 +306,7 @@ class MemoryStore(GameStore):
         game = self._games.get(game_id)
         if game is not None and game.expires_at <= now:
             del self._games[game_id]
-            self.deadlines.pop(game_id, None)
+            self.timers.cancel(DEADLINE_TIMER, game_id)
             return None
         return game
 

@@ -6,8 +6,12 @@ timer again moves it. The worker process (and, on the embedded store, the proces
 claims what is due under a lease and hands each to the handler of its kind
 (service/background); a runner that dies lets its claims come due again when the lease ends,
 so a timer fires at least once, and handlers are written so that firing twice changes nothing
-the second time. Turn deadlines are older than this port and keep their own schedule
-(``GameStore.schedule``), fired the same way by the worker.
+the second time.
+
+A game's turn deadline is the kind ``deadline`` on the embedded store, set and cleared by the
+save that changes the game. On Redis turn deadlines are older than this port and keep a
+schedule of their own (``P{s<k>}:due``, written by the game's scripts), fired by the worker's
+deadline loop in the same way.
 """
 from __future__ import annotations
 
@@ -17,6 +21,8 @@ from dataclasses import dataclass
 from service import ids
 
 SEPARATOR = "|"
+# The kind of a game's turn deadline (subject: the game id) on the embedded store.
+DEADLINE_TIMER = "deadline"
 
 
 @dataclass(frozen=True)

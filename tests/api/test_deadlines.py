@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+from datetime import datetime
 import threading
 import time
 
@@ -526,3 +527,29 @@ def test_a_long_poll_answered_with_the_timeout_takes_no_second_slot(counted):
     assert response.status_code == 200, response.get_json()
     assert "timeout" in [event["type"] for event in response.get_json()["events"]]
     assert store.waits == 1
+
+
+def test_on_the_embedded_store_a_deadline_is_played_on_time_without_any_request():
+    """``ginrummy serve`` alone: no worker, and nobody reads the match; the service's own
+    process plays the missed turn once, on time, and schedules the next turn's deadline."""
+    app = build_app(REDIS_URL="memory://")
+    created = app.test_client().post("/v1/games", json={
+        "variant": "classic", "players": [{"name": "Ann"}, {"name": "Bob"}], "rules": {"turn_seconds": 10}})
+    game_id = created.get_json()["game"]["id"]
+    deadline = created.get_json()["game"]["hand"]["deadline"]
+    store = store_of(app)
+
+    def timeouts() -> list[rules.Event]:  # read from the store itself: a read through the service would settle
+        return [e for e in stored_events(store, game_id) if e.type is rules.EventType.TIMEOUT]
+
+    ends = time.monotonic() + 10 + 5
+    while not timeouts():
+        assert time.monotonic() < ends, f"not played on time (deadline {deadline})"
+        time.sleep(0.1)
+    played_at = time.time()
+    due = datetime.fromisoformat(deadline).timestamp()  # shown to the second, never late
+    assert due <= played_at < due + 3
+    time.sleep(1)
+    assert len(timeouts()) == 1
+    assert store.timers.claim_due(played_at + 9, played_at + 60, 10) == []  # the next turn's: not due yet
+    assert [t.subject for t in store.timers.claim_due(played_at + 11, played_at + 60, 10)] == [game_id]

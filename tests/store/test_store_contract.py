@@ -20,6 +20,7 @@ from service.store import (
     VersionConflict,
 )
 from service.store.base import Wake
+from service.store.timers import DEADLINE_TIMER, Timer
 from tests.store.support import TTL, effects, new_id
 
 
@@ -297,14 +298,16 @@ def test_check_passes_when_the_backend_answers(store: GameStore) -> None:
     store.check()
 
 
-def test_memory_keeps_the_outbox_and_the_schedule_of_deadlines() -> None:
+def test_memory_keeps_the_outbox_and_the_deadline_as_a_timer() -> None:
     store = MemoryStore()
     game_id = new_id()
     entry = OutboxEntry("wh_1", "https://hooks.example/x", "{}", game_id, "turn")
     store.create(game_id, "s", 1, effects(timed=True, deadline=100.0, outbox=(entry,)))
-    assert list(store.outbox) == [entry] and store.deadlines == {game_id: 100.0}
+    assert list(store.outbox) == [entry]
+    assert store.timers.claim_due(99.0, 130.0, 10) == []
+    assert store.timers.claim_due(100.0, 130.0, 10) == [Timer(DEADLINE_TIMER, game_id, 130.0)]
     store.save(game_id, 1, "s", 2, effects(timed=True, deadline=None))
-    assert store.deadlines == {}
+    assert store.timers.claim_due(1e12, 1e12 + 30, 10) == []
 
 
 def test_presence_marks_are_read_back_alone_and_with_the_game(store: GameStore, game: str) -> None:
