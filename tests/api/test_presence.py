@@ -217,6 +217,25 @@ def test_a_gone_process_costs_one_read_then_none(own_redis):
         store_of(app).close()
 
 
+def test_the_names_remembered_as_gone_are_bounded(own_redis, monkeypatch):
+    """Past GONE_KEPT names the oldest judged is forgotten: it costs a read again, the newest not."""
+    monkeypatch.setattr(liveness, "GONE_KEPT", 2)
+    client = redis.Redis.from_url(own_redis.url, decode_responses=True)
+    live = liveness.Liveness(lambda: client, "p:processes", lambda: False, lambda: False, lambda: None,
+                             lambda older_than: None)
+
+    def reads(name: str) -> int:
+        before = command_calls(client)
+        assert live.is_live(name) is False
+        return changed(before, command_calls(client)).get("zrangebyscore", 0)
+
+    try:
+        assert [reads(name) for name in ("a", "b", "c")] == [1, 1, 1]
+        assert [reads("c"), reads("b"), reads("a")] == [0, 0, 1]
+    finally:
+        client.close()
+
+
 def test_a_seat_polling_again_and_again_marks_itself_once(own_redis):
     app = build_app(REDIS_URL=own_redis.url, KEY_PREFIX="p:")
     client = redis.Redis.from_url(own_redis.url, decode_responses=True)
