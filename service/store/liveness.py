@@ -65,6 +65,7 @@ class Liveness:
         self._live: frozenset[str] = frozenset()
         self._gone: dict[str, float] = {}  # name -> when judged gone (time.monotonic())
         self._read_at = float("-inf")
+        self._read_began = float("-inf")
         self._pruned_at = float("-inf")
         self._beating: threading.Thread | None = None
         self._closed = False
@@ -94,17 +95,20 @@ class Liveness:
                 self._beating = threading.Thread(target=self._run, name="liveness beat", daemon=True)
                 self._beating.start()
 
-    def is_live(self, process: str) -> bool:
-        """Whether ``process`` beat recently, for a mark of it just read: as last read, or for a
-        name not known (nor judged gone within GONE_SECONDS) as read again now.
+    def is_live(self, process: str, marks_read_by: float) -> bool:
+        """Whether ``process`` beat recently, for a mark of it read by ``marks_read_by``
+        (time.monotonic()): as last read, or for a name not known (nor judged gone within
+        GONE_SECONDS) as read again now, unless a read begun after that already answered.
         Raises RedisError, RedisClusterException."""
         if process in self._live:
             return True
         with self._lock:
             judged = self._gone.get(process)
+            read_since = self._read_began >= marks_read_by
         if judged is not None and time.monotonic() - judged < GONE_SECONDS:
             return False
-        self._beat()
+        if not read_since:
+            self._beat()
         if process in self._live:
             return True
         with self._lock:
@@ -115,7 +119,7 @@ class Liveness:
         return False
 
     def _beat(self) -> None:
-        now = time.time()
+        began, now = time.monotonic(), time.time()
         pipe = self._client().pipeline(transaction=False)
         if self._marked():
             pipe.zadd(self._key, {self.id: now + LIVES_SECONDS})
@@ -128,6 +132,7 @@ class Liveness:
         live = frozenset(pipe.execute()[-1])
         with self._lock:
             before, self._live, self._read_at = self._live, live, time.monotonic()
+            self._read_began = max(self._read_began, began)
         if before - live:
             self._departed()
 

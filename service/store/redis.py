@@ -597,11 +597,12 @@ class RedisStore(GameStore):
         raise GameMissing()
 
     def _live_seats(self, marks: dict[str, str]) -> frozenset[int]:
-        """The seats of ``marks`` whose process is alive. Raises redis-py's errors."""
-        seats = set()
+        """The seats of ``marks`` (just read) whose process is alive: one read of the live
+        processes serves every name it did not know. Raises redis-py's errors."""
+        seats, read_by = set(), time.monotonic()
         for mark in marks:
             process, _, seat = mark.rpartition(":")
-            if seat.isdigit() and int(seat) not in seats and self._liveness.is_live(process):
+            if seat.isdigit() and int(seat) not in seats and self._liveness.is_live(process, read_by):
                 seats.add(int(seat))
         return frozenset(seats)
 
