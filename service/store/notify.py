@@ -96,10 +96,6 @@ class Notifier:
         """How many waiters there are now."""
         return self._waiting
 
-    @property
-    def max_waiters(self) -> int:
-        return self._max_waiters
-
     def subscribed_channels(self) -> set[str]:
         """The channels subscribed now: with waiters, or left by the last one less than
         ``linger`` seconds ago (for tests and metrics)."""
