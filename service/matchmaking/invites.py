@@ -118,10 +118,11 @@ class Invites:
         self._count_accept(owner)
         invite = self._owned(owner, code)
         while True:
-            if guest in invite.guests and invite.status in (InviteStatus.OPEN, InviteStatus.ACCEPTED):
+            still_open = invite.status == InviteStatus.OPEN and invite.expires_at > self.ctx.now()
+            if guest in invite.guests and (still_open or invite.status == InviteStatus.ACCEPTED):
                 seat = guest_seat(invite, guest)
                 return invite, seat, self._token(invite, seat)
-            if invite.status != InviteStatus.OPEN or invite.expires_at <= self.ctx.now():
+            if not still_open:
                 raise Missing("this invite is used, withdrawn or expired", code="invite_not_found")
             if guest.external_id in {invite.host.external_id, *(seated.external_id for seated in invite.guests)}:
                 raise StateConflict("this player holds a seat of this invite already (the host cannot accept "

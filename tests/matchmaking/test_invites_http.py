@@ -156,6 +156,21 @@ def test_a_box_invite_withdrawn_with_one_friend_seated_is_used_by_nobody(start_q
     assert withdrawn["status"] == "withdrawn" and withdrawn["game_id"] is None
 
 
+def test_a_box_invite_past_its_time_seats_nobody_more_nor_answers_its_first_friend(start_quick_play):
+    """Between an invite's time and its expiry timer's firing it is already gone for everyone."""
+    service = start_quick_play()
+    invites = service.app.extensions[EXTENSION].invites
+    code = invited(service, "ann", variant="box", expires_in=60)["code"]
+    assert accept(service, code, "bob").status_code == 202
+    real_clock = invites.ctx.clock
+    invites.ctx.clock = lambda: real_clock() + 61
+    try:
+        assert_problem(accept(service, code, "bob"), 404, "invite_not_found")
+        assert_problem(accept(service, code, "cy"), 404, "invite_not_found")
+    finally:
+        invites.ctx.clock = real_clock
+
+
 def test_the_host_long_poll_is_capped_at_the_longest_wait_the_server_allows(start_quick_play):
     service = start_quick_play(LONG_POLL_MAX_SECONDS="1")
     code = invited(service)["code"]
