@@ -85,14 +85,20 @@ class _MemoryClaimables:
         self._table.held[(kind, key)] = _Held(status, 1, data, expires_at)
         return None
 
-    def _close(self, kind: str, key: str, expect: str, item, status: str):
-        closed = closed_as(item, status)
+    def _replace(self, kind: str, key: str, expect: str, version: int, changed) -> bool:
+        """Hold ``changed`` instead of the item, if it is still at ``expect`` and ``version``."""
         with self._store._changed:
             found = self._table.live(kind, key)
-            if found is None or found.status != expect or found.version != item.version:
-                return None
-            found.status, found.version, found.data = status, closed.version, closed.dump()
+            if found is None or found.status != expect or found.version != version:
+                return False
+            found.status, found.version, found.data = changed.status, changed.version, changed.dump()
             self._store._changed.notify_all()
+        return True
+
+    def _close(self, kind: str, key: str, expect: str, item, status: str):
+        closed = closed_as(item, status)
+        if not self._replace(kind, key, expect, item.version, closed):
+            return None
         self._store.timers.cancel(kind, key)
         return closed
 
@@ -206,13 +212,7 @@ class MemoryInvites(_MemoryClaimables, InviteStore):
                 return closed
 
     def seat(self, invite: Invite, seated: Invite) -> bool:
-        with self._store._changed:
-            found = self._table.live("invite", invite.code)
-            if found is None or found.status != InviteStatus.OPEN or found.version != invite.version:
-                return False
-            found.version, found.data = seated.version, seated.dump()
-            self._store._changed.notify_all()
-        return True
+        return self._replace("invite", invite.code, InviteStatus.OPEN, invite.version, seated)
 
     def release(self, invite: Invite) -> None:
         with self._store._lock:

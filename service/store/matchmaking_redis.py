@@ -43,27 +43,18 @@ redis.call('ZADD', KEYS[3], ARGV[6], ARGV[5])
 return false
 """
 
-# KEYS: hash, queue (the hash again: none), timers. ARGV: 1 expected status, 2 expected version,
-# 3 new status, 4 new data, 5 member, 6 timer member, 7 channel.
-CLOSE_LUA = """#!lua
+# KEYS: hash, queue, timers (either the hash again: none to leave). ARGV: 1 expected status,
+# 2 expected version, 3 new status, 4 new data, 5 member, 6 timer member, 7 channel.
+# Moves a ticket or invite on one version: closed (it leaves its queue and its timer goes), or
+# still open with new data (an invite's guest seated).
+CHANGE_LUA = """#!lua
 local held = redis.call('HMGET', KEYS[1], 's', 'v')
 if held[1] ~= ARGV[1] or tonumber(held[2]) ~= tonumber(ARGV[2]) then return 0 end
 local version = tonumber(ARGV[2]) + 1
 redis.call('HSET', KEYS[1], 's', ARGV[3], 'v', version, 'd', ARGV[4])
 if KEYS[2] ~= KEYS[1] then redis.call('ZREM', KEYS[2], ARGV[5]) end
-redis.call('ZREM', KEYS[3], ARGV[6])
+if KEYS[3] ~= KEYS[1] then redis.call('ZREM', KEYS[3], ARGV[6]) end
 redis.call('SPUBLISH', ARGV[7], version)
-return 1
-"""
-
-# KEYS: hash. ARGV: 1 expected status, 2 expected version, 3 new data, 4 channel. The same
-# status, one version later (an invite's guest seated while it stays open).
-SEAT_LUA = """#!lua
-local held = redis.call('HMGET', KEYS[1], 's', 'v')
-if held[1] ~= ARGV[1] or tonumber(held[2]) ~= tonumber(ARGV[2]) then return 0 end
-local version = tonumber(ARGV[2]) + 1
-redis.call('HSET', KEYS[1], 'v', version, 'd', ARGV[3])
-redis.call('SPUBLISH', ARGV[4], version)
 return 1
 """
 
@@ -112,7 +103,7 @@ class _Claimables:
         self._prefix = prefix
         self._notifier = notifier
         self._open = client.register_script(OPEN_LUA)
-        self._close = client.register_script(CLOSE_LUA)
+        self._change = client.register_script(CHANGE_LUA)
 
     def _read(self, keys: ClaimKeys) -> tuple[str, int, str] | None:
         with store_errors():
@@ -136,8 +127,8 @@ class _Claimables:
     def _closed(self, keys: ClaimKeys, member: str, timer: Timer, expect: str, version: int, status: str,
                 data: str) -> bool:
         with store_errors():
-            return bool(self._close(keys=[keys.hash, keys.queue or keys.hash, self._timers(member)],
-                                    args=[expect, version, status, data, member, timer.member, keys.channel]))
+            return bool(self._change(keys=[keys.hash, keys.queue or keys.hash, self._timers(member)],
+                                     args=[expect, version, status, data, member, timer.member, keys.channel]))
 
     def _timers(self, subject: str) -> str:
         return timers_key(self._prefix, shard_of_subject(subject))
@@ -245,7 +236,6 @@ class RedisTickets(_Claimables, TicketStore):
 class RedisInvites(_Claimables, InviteStore):
     def __init__(self, client: Redis | RedisCluster, prefix: str, notifier) -> None:
         super().__init__(client, prefix, notifier)
-        self._seat = client.register_script(SEAT_LUA)
 
     def open(self, invite: Invite, max_open: int, keep_seconds: int) -> Invite:
         counted = scope_key(self._prefix, invite.scope, "invites")
@@ -292,8 +282,8 @@ class RedisInvites(_Claimables, InviteStore):
     def seat(self, invite: Invite, seated: Invite) -> bool:
         keys = invite_keys(self._prefix, invite.code)
         with store_errors():
-            return bool(self._seat(keys=[keys.hash], args=[InviteStatus.OPEN, invite.version, seated.dump(),
-                                                            keys.channel]))
+            return bool(self._change(keys=[keys.hash, keys.hash, keys.hash], args=[
+                InviteStatus.OPEN, invite.version, InviteStatus.OPEN, seated.dump(), invite.code, "", keys.channel]))
 
     def release(self, invite: Invite) -> None:
         with store_errors():

@@ -7,10 +7,12 @@ from __future__ import annotations
 import re
 import threading
 import time
+from dataclasses import replace
 
 import pytest
 
 from service.api.context import EXTENSION
+from service.store.matchmaking import Player
 from service.matchmaking.invites import ALPHABET
 from tests.api.support import API_KEY
 from tests.api.test_errors import assert_problem
@@ -169,6 +171,24 @@ def test_a_box_invite_past_its_time_seats_nobody_more_nor_answers_its_first_frie
         assert_problem(accept(service, code, "cy"), 404, "invite_not_found")
     finally:
         invites.ctx.clock = real_clock
+
+
+def test_a_seat_is_taken_only_from_the_invite_as_read_and_while_it_is_open(start_quick_play):
+    """The store's compare-and-set: a second seat from the same read, or a seat in a withdrawn
+    invite, changes nothing."""
+    service = start_quick_play()
+    store = service.app.extensions[EXTENSION].invites._invites()
+    code = invited(service, "ann", variant="box")["code"]
+    read_once = store.get(code)
+    bob, cy = Player("bob", "Bob"), Player("cy", "Cy")
+    assert store.seat(read_once, replace(read_once, guests=(bob,), version=read_once.version + 1))
+    assert not store.seat(read_once, replace(read_once, guests=(cy,), version=read_once.version + 1))
+    seated = store.get(code)
+    assert (seated.status, seated.guests, seated.version) == ("open", (bob,), read_once.version + 1)
+    assert withdraw(service, code).status_code == 204
+    withdrawn = store.get(code)
+    assert not store.seat(withdrawn, replace(withdrawn, guests=(bob, cy), version=withdrawn.version + 1))
+    assert store.get(code).guests == (bob,)
 
 
 def test_the_host_long_poll_is_capped_at_the_longest_wait_the_server_allows(start_quick_play):
