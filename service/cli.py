@@ -102,11 +102,12 @@ def run_worker_command(args: argparse.Namespace) -> int:
 
         runner_settings = RunnerSettings(**{name: value for name, value in timings.items() if name in RUNNER_TIMINGS})
 
-        def background(client):
+        def background(client, count_timer):
             return background_runner(config, games, redis_areas(store, client, config.key_prefix,
-                                                                config.key_stream_retention_seconds), runner_settings)
+                                                                config.key_stream_retention_seconds), runner_settings,
+                                     count_timer)
 
-        return run_worker(config, games.settle, host=args.host, background=background, **timings)
+        return run_worker(config, host=args.host, background=background, **timings)
     except (ConfigError, ValueError, OSError) as error:
         print(f"ginrummy worker: {error}", file=sys.stderr)
         return 2

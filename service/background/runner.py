@@ -42,6 +42,8 @@ class Consumer(Protocol):
 
 
 TimerHandler = Callable[[str], None]
+# Told of each fired timer of a known kind: the kind, and whether its handler succeeded.
+TimerCount = Callable[[str, bool], None]
 
 
 @dataclass(frozen=True)
@@ -66,7 +68,8 @@ def default_name() -> str:
 class Runner:
     def __init__(self, feed: Feed, timers: Timers, consumers: list[Consumer],
                  timer_handlers: dict[str, TimerHandler], settings: RunnerSettings = RunnerSettings(),
-                 name: str | None = None, clock: Callable[[], float] = time.time) -> None:
+                 name: str | None = None, clock: Callable[[], float] = time.time,
+                 count_timer: TimerCount | None = None) -> None:
         self.feed = feed
         self.timers = timers
         self.consumers = list(consumers)
@@ -74,6 +77,7 @@ class Runner:
         self.settings = settings
         self.name = name or default_name()
         self._clock = clock
+        self._count_timer = count_timer or (lambda kind, handled: None)
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
         self._started = False
@@ -197,12 +201,20 @@ class Runner:
                 self._stopping.wait(self.settings.poll_seconds)
 
     def _fire(self, timer: Timer) -> None:
+        """Hand the timer to its kind's handler, then release it; what fails fires again when
+        its lease ends."""
         handler = self.timer_handlers.get(timer.kind)
-        try:
-            if handler is None:
-                logger.warning("no handler for timers of kind %r: dropped", timer.kind)
-            else:
+        if handler is None:
+            logger.warning("no handler for timers of kind %r: dropped", timer.kind)
+        else:
+            try:
                 handler(timer.subject)
+            except Exception:  # noqa: BLE001 - fires again when its lease ends
+                self._count_timer(timer.kind, False)
+                logger.exception("timer %s failed", timer.member)
+                return
+            self._count_timer(timer.kind, True)
+        try:
             self.timers.release(timer)
-        except Exception:  # noqa: BLE001 - fires again when its lease ends
-            logger.exception("timer %s failed", timer.member)
+        except StoreError:
+            logger.warning("releasing timer %s failed: it fires again when its lease ends", timer.member)

@@ -2,7 +2,7 @@
 ``ginrummy worker`` on Redis, the service's own process on the embedded store."""
 from __future__ import annotations
 
-from service.background.runner import Runner, RunnerSettings
+from service.background.runner import Runner, RunnerSettings, TimerCount
 from service.config import Config
 from service.games import GameService
 from service.matchmaking.setup import invites, quick_play
@@ -18,11 +18,12 @@ IN_PROCESS = RunnerSettings(block_seconds=0.0)
 
 
 def background_runner(config: Config, games: GameService, areas: Areas,
-                      settings: RunnerSettings = RunnerSettings()) -> Runner:
-    """A runner (not started) of every consumer and timer of the service."""
+                      settings: RunnerSettings = RunnerSettings(), count_timer: TimerCount | None = None) -> Runner:
+    """A runner (not started) of every consumer and timer of the service; ``count_timer``
+    hears of each timer fired (the worker's metrics)."""
     consumers = [RatingsApplier(areas.ratings, games.note_rating_changes, BOT_RATINGS, config.glicko2()),
                  StreamWriter(lambda: areas.streams)]
     quick, invited = quick_play(config, games, areas), invites(config, games, areas)
     handlers = {"ticket": quick.on_ticket_timer, "queue": quick.on_queue_timer, "invite": invited.on_timer,
                 DEADLINE_TIMER: games.settle}
-    return Runner(areas.feed, areas.timers, consumers, handlers, settings)
+    return Runner(areas.feed, areas.timers, consumers, handlers, settings, count_timer=count_timer)

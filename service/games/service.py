@@ -329,7 +329,7 @@ class GameService:
 
     @_counts_store_errors
     def settle(self, game_id: str) -> None:
-        """Play what is due in ``game_id`` now (the worker's call when a deadline passes).
+        """Play what is due in ``game_id`` now (the handler of its turn deadline's timer).
 
         A game already settled by another request, or gone, is left as it is; a deadline not
         due yet (another clock ran ahead) goes back into the schedule."""

@@ -2,8 +2,8 @@
 
 A stored game is an opaque state text plus an integer version. Every change is one atomic
 compare-and-set on that version that also appends the change's events, records the response
-under an idempotency key, appends webhook deliveries to the outbox, reschedules the turn
-deadline, moves the game within the player index and refreshes the tombstone: a change
+under an idempotency key, appends webhook deliveries to the outbox, sets the turn
+deadline's timer, moves the game within the player index and refreshes the tombstone: a change
 happens with all of its effects or not at all. Implementations: ``memory.py`` (one process)
 and ``redis.py`` (one server or a cluster).
 """
@@ -113,7 +113,8 @@ class Effects:
     ``events``: texts appended to the game's log, which then holds ``event_count`` events in
     all (waiters are told this count). ``ttl``: seconds the game lives from now; its tombstone
     lives ``tombstone_ttl`` seconds longer and says when it expired. ``timed``: the game has
-    turn deadlines; then ``deadline`` (epoch seconds, None: none now) replaces its schedule entry.
+    turn deadlines; then ``deadline`` (epoch seconds, None: none now) replaces its timer (kind
+    ``deadline``, service/store/timers.py).
     ``outbox``: webhook deliveries. ``index_add``: players (their index ids) whose active list
     gets the game now; ``index_finish``: players whose lists move the game from active to finished;
     ``index_keep``: players whose lists hold the game, kept at least as long as its tombstone
@@ -276,7 +277,7 @@ class GameStore(abc.ABC):
 
     @abc.abstractmethod
     def schedule(self, game_id: str, deadline: float) -> None:
-        """Put ``game_id``'s deadline (back) into its shard's schedule. Raises StoreError."""
+        """Set ``game_id``'s deadline timer (again). Raises StoreError."""
 
     @abc.abstractmethod
     def count(self, key: str, window_seconds: int) -> int:

@@ -5,9 +5,10 @@ creation fingerprint, o = events trimmed, a = archived events, k:<name> = what i
 game such as its analysis, c:<name> = who is computing it), ``:e`` (events), ``:x`` (tombstone),
 ``:i:<sha256>`` (idempotent responses), ``:o`` (hash: the presence marks of the processes
 holding a stream or long-poll of a seat, ``<process>:<seat>``), and the shard channel ``:n``
-(SPUBLISH of the event count after every write, and of ``p`` after a presence mark). Per shard, under ``{s<k>}``: ``:outbox`` (webhook deliveries),
-``:feed`` (the internal event stream, service/store/feed.py),
-``:due`` (turn deadlines), ``:p:<player>:active|finished`` (the player index).
+(SPUBLISH of the event count after every write, and of ``p`` after a presence mark). Per
+shard, under ``{s<k>}``: ``:outbox`` (webhook deliveries), ``:feed`` (the internal event
+stream, service/store/feed.py), ``:timers`` (service/store/timers.py: a game's turn deadline
+is one), ``:p:<player>:active|finished`` (the player index).
 Keys of a game and of its shard share a slot, so one script may write both.
 """
 from __future__ import annotations
@@ -24,7 +25,7 @@ class GameKeys:
     events: str
     tombstone: str
     channel: str
-    due: str
+    timers: str
     outbox: str
     feed: str
     prefix: str  # of this game's idempotent responses
@@ -42,12 +43,17 @@ def game_keys(prefix: str, game_id: str) -> GameKeys:
         raise ValueError(f"not a game id of this service: {game_id[:40]!r}")
     tag = f"{prefix}{{{game_id}}}"
     shard_tag = shard_prefix(prefix, shard)
-    return GameKeys(f"{tag}:s", f"{tag}:e", f"{tag}:x", f"{tag}:n", f"{shard_tag}:due", f"{shard_tag}:outbox",
-                    f"{shard_tag}:feed", f"{tag}:i:", f"{tag}:o")
+    return GameKeys(f"{tag}:s", f"{tag}:e", f"{tag}:x", f"{tag}:n", timers_key(prefix, shard),
+                    f"{shard_tag}:outbox", f"{shard_tag}:feed", f"{tag}:i:", f"{tag}:o")
 
 
 def shard_prefix(prefix: str, shard: int) -> str:
     return f"{prefix}{{{ids.shard_tag(shard)}}}"
+
+
+def timers_key(prefix: str, shard: int) -> str:
+    """A shard's timers (service/store/timers_redis.py)."""
+    return f"{shard_prefix(prefix, shard)}:timers"
 
 
 def index_key(prefix: str, shard: int, player: str, which: str) -> str:

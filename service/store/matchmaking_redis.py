@@ -23,12 +23,11 @@ from dataclasses import replace
 from redis import Redis
 from redis.cluster import RedisCluster
 
-from service.store.keys import ClaimKeys, invite_keys, queue_key, scope_key, ticket_keys
+from service.store.keys import ClaimKeys, invite_keys, queue_key, scope_key, ticket_keys, timers_key
 from service.store.matchmaking import (AlreadyOpen, Invite, InviteStatus, InviteStore, KeyReused, RetryKey, Ticket,
                                        TicketStatus, TicketStore, TooManyOpen, closed_as, queue_shard)
 from service.store.redis_errors import store_errors
 from service.store.timers import Timer, shard_of_subject
-from service.store.timers_redis import timers_key
 
 # KEYS: hash, queue (the hash again: none), timers. ARGV: 1 data, 2 ttl, 3 queue score, 4 member,
 # 5 timer member, 6 timer score, 7 status.

@@ -2,7 +2,7 @@
 
 Keys are named in ``keys.py``: a game's keys share the hash tag ``{<game id>}``, and game ids
 are drawn so that the slot of that tag is the slot of the game's shard (``{s<k>}``, the
-outbox, deadlines and player index). Each script therefore touches a single slot, and the
+outbox, the feed, timers and player index). Each script therefore touches a single slot, and the
 same code runs on a single server and on Redis Cluster.
 
 ``load``, ``events`` and every write are one round trip each; a finished game's events are then
@@ -57,7 +57,7 @@ from service.store.base import (
     VersionConflict,
 )
 from service.store.keys import GameKeys, claim_keys, game_keys, index_key
-from service.store.timers_redis import timers_key
+from service.store.timers import DEADLINE_TIMER, Timer
 from service.store.redis_errors import store_errors
 from service.store.liveness import Liveness
 from service.store.redis_client import client_from_url, store_options
@@ -77,12 +77,14 @@ SPREAD_SHARE = 0.2
 # Undelivered webhooks kept per shard: a bound on what a stopped worker lets pile up (the
 # oldest go first, approximately; Redis trims whole nodes of the stream).
 OUTBOX_MAX_LENGTH = 50000
+_DEADLINE_MEMBER = Timer(DEADLINE_TIMER, "").member
 # What is kept with a game (``keep``) is a field of its state hash named this plus the name.
 KEPT_FIELD = "k:"
 CLAIM_FIELD = "c:"
 
 # Shared by both scripts: append events (trimming the oldest beyond the maximum), webhook
-# deliveries, feed entries and the deadline; ARGV[i] is the count of events, then the events,
+# deliveries, feed entries and the turn deadline's timer (KEYS[4], the shard's timers, member
+# ``deadline|<game id>``); ARGV[i] is the count of events, then the events,
 # then the count of outbox entries and their fields (5 pairs each), then the count of feed
 # entries and their fields (6 pairs each). KEYS[6] is the shard's feed. Returns nothing.
 _EFFECTS_LUA = """
@@ -124,16 +126,16 @@ local function effects(i, ttl, game, deadline, max_events, channel, event_count)
   redis.call('EXPIRE', KEYS[2], ttl)
   announce(i + n + 1, KEYS[5], KEYS[6])
   if deadline == '-' then
-    redis.call('ZREM', KEYS[4], game)
+    redis.call('ZREM', KEYS[4], '%s' .. game)
   elseif deadline ~= '' then
-    redis.call('ZADD', KEYS[4], deadline, game)
+    redis.call('ZADD', KEYS[4], deadline, '%s' .. game)
   end
   redis.call('SPUBLISH', channel, event_count)
 end
-""" % (OUTBOX_MAX_LENGTH, FEED_MAX_LENGTH)
+""" % (OUTBOX_MAX_LENGTH, FEED_MAX_LENGTH, _DEADLINE_MEMBER, _DEADLINE_MEMBER)
 
-# KEYS: state, events, tombstone, due, outbox, feed, timers, then each claim's hash and queue
-#       (the hash again when it has none), then the index keys.
+# KEYS: state, events, tombstone, timers, outbox, feed, then each claim's hash and queue (the
+#       hash again when it has none), then the index keys.
 # ARGV: 1 the claims (JSON: per claim v version, e expected status, s new status, d new data,
 #       c its channel, m its member in its queue, t its timer member or ''), 2 the number of
 #       claims, then 3 version, 4 state, 5 ttl, 6 tombstone ttl, 7 expires at, 8 fingerprint,
@@ -146,7 +148,7 @@ if found[1] then return found end
 local claims = cjson.decode(ARGV[1])
 local claimed = tonumber(ARGV[2])
 for c = 1, claimed do
-  local held = redis.call('HMGET', KEYS[6 + c * 2], 's', 'v')
+  local held = redis.call('HMGET', KEYS[5 + c * 2], 's', 'v')
   if held[1] ~= claims[c].e or tonumber(held[2]) ~= claims[c].v then return 'lost' end
 end
 -- a list left over from an expired game with this id must not leak into the new one
@@ -155,22 +157,22 @@ local ttl = tonumber(ARGV[5])
 redis.call('HSET', KEYS[1], 'v', ARGV[3], 's', ARGV[4], 'f', ARGV[8], 'o', 0)
 redis.call('EXPIRE', KEYS[1], ttl)
 redis.call('SET', KEYS[3], ARGV[7], 'EX', ttl + tonumber(ARGV[6]))
-for k = 8 + claimed * 2, #KEYS do
+for k = 7 + claimed * 2, #KEYS do
   redis.call('ZADD', KEYS[k], ARGV[11], ARGV[9])
   keep_at_least(KEYS[k], ttl + tonumber(ARGV[6]))
 end
 for c = 1, claimed do
   local claim = claims[c]
-  redis.call('HSET', KEYS[6 + c * 2], 's', claim.s, 'v', claim.v + 1, 'd', claim.d)
-  if KEYS[7 + c * 2] ~= KEYS[6 + c * 2] then redis.call('ZREM', KEYS[7 + c * 2], claim.m) end
-  if claim.t ~= '' then redis.call('ZREM', KEYS[7], claim.t) end
+  redis.call('HSET', KEYS[5 + c * 2], 's', claim.s, 'v', claim.v + 1, 'd', claim.d)
+  if KEYS[6 + c * 2] ~= KEYS[5 + c * 2] then redis.call('ZREM', KEYS[6 + c * 2], claim.m) end
+  if claim.t ~= '' then redis.call('ZREM', KEYS[4], claim.t) end
   redis.call('SPUBLISH', claim.c, claim.v + 1)
 end
 effects(15, ttl, ARGV[9], ARGV[10], tonumber(ARGV[14]), ARGV[12], ARGV[13])
 return false
 """
 
-# KEYS: state, events, tombstone, due, outbox, feed, reply, then the (active, finished) index pairs
+# KEYS: state, events, tombstone, timers, outbox, feed, reply, then the (active, finished) index pairs
 #       of the game's players: kept as long as the game's tombstone.
 # ARGV: 1 expected version, 2 version, 3 state, 4 ttl, 5 tombstone ttl, 6 expires at,
 #       7 game id, 8 deadline, 9 channel, 10 event count, 11 max events, 12 reply ttl
@@ -370,8 +372,8 @@ class RedisStore(GameStore):
                 created_at_ms, keys.channel, _event_count(effects), self._max_events, *_effects_args(effects)]
         with store_errors():
             found = self._connection().create(
-                keys=[keys.state, keys.events, keys.tombstone, keys.due, keys.outbox, keys.feed,
-                      timers_key(self._prefix, shard), *claim_keys, *index], args=args)
+                keys=[keys.state, keys.events, keys.tombstone, keys.timers, keys.outbox, keys.feed, *claim_keys,
+                      *index], args=args)
         if found is None:
             return None
         if found == "lost":
@@ -425,7 +427,7 @@ class RedisStore(GameStore):
                 *reply, "1" if effects.index_finish else "0", *_effects_args(effects)]
         with store_errors():
             outcome = self._connection().save(
-                keys=[keys.state, keys.events, keys.tombstone, keys.due, keys.outbox, keys.feed, reply_key,
+                keys=[keys.state, keys.events, keys.tombstone, keys.timers, keys.outbox, keys.feed, reply_key,
                       *index], args=args)
         if outcome == "missing":
             self._missing(keys)
@@ -538,9 +540,10 @@ class RedisStore(GameStore):
         return player_index_redis.index_page(self.client, self._prefix, player, which, before, limit)
 
     def schedule(self, game_id: str, deadline: float) -> None:
-        """ZADD the deadline to the shard's schedule. Raises StoreError."""
+        """ZADD the deadline's timer to the shard's timers. Raises StoreError."""
         with store_errors():
-            self._connection().client.zadd(self._keys(game_id).due, {game_id: deadline})
+            self._connection().client.zadd(self._keys(game_id).timers,
+                                           {Timer(DEADLINE_TIMER, game_id).member: deadline})
 
     def count(self, key: str, window_seconds: int) -> int:
         """The counter's next value (quotas_redis.py). Raises StoreError."""

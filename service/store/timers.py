@@ -1,17 +1,17 @@
 """Timers: work that must happen at a time, whoever is running then.
 
-A timer is a (kind, subject) pair due at a time: ``ticket`` + a ticket id (its bot fallback,
-its rating gap widening, its expiry), ``invite`` + an invite code (its expiry), ... Setting a
+A timer is a (kind, subject) pair due at a time: ``deadline`` + a game id (its turn deadline),
+``ticket`` + a ticket id (its bot fallback, its rating gap widening, its expiry), ``invite`` +
+an invite code (its expiry), ... Setting a
 timer again moves it. The worker process (and, on the embedded store, the process itself)
 claims what is due under a lease and hands each to the handler of its kind
 (service/background); a runner that dies lets its claims come due again when the lease ends,
 so a timer fires at least once, and handlers are written so that firing twice changes nothing
 the second time.
 
-A game's turn deadline is the kind ``deadline`` on the embedded store, set and cleared by the
-save that changes the game. On Redis turn deadlines are older than this port and keep a
-schedule of their own (``P{s<k>}:due``, written by the game's scripts), fired by the worker's
-deadline loop in the same way.
+A game's turn deadline is set and cleared by the save that changes the game, in the same
+atomic step; a request that loads the game settles a deadline that passed too, so the timer
+may find nothing left to do.
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from service import ids
 
 SEPARATOR = "|"
-# The kind of a game's turn deadline (subject: the game id) on the embedded store.
+# The kind of a game's turn deadline (subject: the game id).
 DEADLINE_TIMER = "deadline"
 
 

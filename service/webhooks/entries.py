@@ -8,8 +8,6 @@ Per shard ``k`` (hash tag ``s<k>``, see service/ids.py), under the key prefix P:
 - ``P{s<k>}:retry`` sorted set: deliveries waiting for another attempt; member = the JSON
   of ``Delivery.retry_member``, score = when it is due (seconds since the epoch).
 - ``P{s<k>}:dead`` stream: deliveries that will not be tried again, with the reason.
-- ``P{s<k>}:due`` sorted set: turn deadlines; member = game id, score = deadline (seconds
-  since the epoch).
 """
 from __future__ import annotations
 
@@ -35,12 +33,11 @@ class ShardKeys:
     outbox: str
     retry: str
     dead: str
-    due: str
 
     @classmethod
     def of(cls, prefix: str, shard: int) -> ShardKeys:
         tag = f"{prefix}{{{ids.shard_tag(shard)}}}"
-        return cls(shard, f"{tag}:outbox", f"{tag}:retry", f"{tag}:dead", f"{tag}:due")
+        return cls(shard, f"{tag}:outbox", f"{tag}:retry", f"{tag}:dead")
 
     @classmethod
     def for_game(cls, prefix: str, game_id: str) -> ShardKeys:

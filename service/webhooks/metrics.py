@@ -1,6 +1,7 @@
 """The worker's Prometheus metrics, in a registry of its own (served by its /metrics).
 
-Label values come from small fixed sets only (outcomes, event types, reasons), never from
+Label values come from small fixed sets only (outcomes, event types, reasons, timer
+kinds), never from
 URLs or ids, so the number of series stays bounded.
 """
 from __future__ import annotations
@@ -27,8 +28,8 @@ class WorkerMetrics:
     postponed: Counter
     dead_letters: Counter
     latency: Histogram
-    deadlines_fired: Counter
-    deadline_failures: Counter
+    timers_fired: Counter
+    timer_failures: Counter
 
     @classmethod
     def create(cls) -> WorkerMetrics:
@@ -59,13 +60,17 @@ class WorkerMetrics:
                 "webhook_delivery_latency_seconds",
                 "From the event entering the outbox to its successful delivery, in seconds.",
                 buckets=LATENCY_BUCKETS, registry=registry),
-            deadlines_fired=Counter(
-                "turn_deadlines_fired_total", "Due turn deadlines settled.", registry=registry),
-            deadline_failures=Counter(
-                "turn_deadline_failures_total",
-                "Due turn deadlines whose settling failed (tried again after the lease).",
-                registry=registry),
+            timers_fired=Counter(
+                "timers_fired_total", "Due timers handled (a game's turn deadline, a ticket's, an invite's), by kind.",
+                ["kind"], registry=registry),
+            timer_failures=Counter(
+                "timer_failures_total", "Due timers whose handler failed (they fire again after the lease), by kind.",
+                ["kind"], registry=registry),
         )
+
+    def count_timer(self, kind: str, handled: bool) -> None:
+        """The background runner's report of a timer it fired."""
+        (self.timers_fired if handled else self.timer_failures).labels(kind=kind).inc()
 
     def exposition(self) -> bytes:
         """The metrics in the Prometheus text format."""

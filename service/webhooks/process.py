@@ -1,6 +1,6 @@
 """The ``ginrummy worker`` process: settings, Redis, signals, probes, graceful shutdown.
 
-SIGTERM or SIGINT stops reading and claiming at once; deliveries and settles in flight get
+SIGTERM or SIGINT stops reading and claiming at once; deliveries and timers in flight get
 WORKER_GRACEFUL_SECONDS to finish, then the process exits 0. Whatever was cut off stays
 held in Redis and is taken over by another worker when its lease ends.
 """
@@ -25,7 +25,7 @@ from service.webhooks.health import HealthServer
 from service.webhooks.metrics import WorkerMetrics
 from service.webhooks.sender import TOTAL_TIMEOUT_SECONDS, Sender
 from service.webhook_signing import WebhookSecret
-from service.webhooks.worker import Settle, Worker, WorkerSettings
+from service.webhooks.worker import Worker, WorkerSettings
 
 logger = logging.getLogger(__name__)
 
@@ -38,14 +38,18 @@ class Background(Protocol):
     def join(self, timeout: float) -> bool: ...
 
 CONNECT_RETRY_SECONDS = 1.0
+# What the background runner reports of each timer it fired: its kind, and whether it was handled.
+TimerCount = Callable[[str, bool], None]
 
 
-def run_worker(config: Config, settle: Settle, *, host: str = "0.0.0.0",
-               background: Callable[[Redis | RedisCluster], Background] | None = None, **tuning: Any) -> int:
+def run_worker(config: Config, *, host: str = "0.0.0.0",
+               background: Callable[[Redis | RedisCluster, TimerCount], Background] | None = None,
+               **tuning: Any) -> int:
     """Run the worker until SIGTERM or SIGINT; returns the exit status (0).
 
     ``background`` builds, on the worker's client, the runner of the feed's other consumers and
-    of the timers (service/background), started and stopped with the deliveries.
+    of the timers (service/background; turn deadlines are timers), started and stopped with the
+    deliveries; it counts the timers it fires into the worker's metrics.
     ``tuning`` overrides WorkerSettings fields (lease_seconds, backoff_base_seconds, ...)
     beyond what the configuration sets. Must run on the main thread (signal handlers).
     Raises ConfigError without WEBHOOK_SECRET or without a Redis REDIS_URL, OSError when
@@ -78,11 +82,10 @@ def run_worker(config: Config, settle: Settle, *, host: str = "0.0.0.0",
         # As many kept connections per receiver as a task sends requests to it at once.
         sender = Sender(WebhookSecret.parse(config.webhook_secret), allow_private=config.webhook_allow_private,
                         idle=IdleConnections(per_key=settings.together))
-        worker = Worker(client, prefix=config.key_prefix, sender=sender, settle=settle,
-                        settings=settings, metrics=metrics)
+        worker = Worker(client, prefix=config.key_prefix, sender=sender, settings=settings, metrics=metrics)
         running["worker"] = worker
         worker.start()
-        runner = None if background is None else background(client).start()
+        runner = None if background is None else background(client, metrics.count_timer).start()
         while not stop.wait(1.0):
             pass
         logger.info("stopping: finishing deliveries in flight",

@@ -10,13 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
-
 from redis import Redis
 from redis.cluster import RedisCluster
 from redis.exceptions import NoScriptError, RedisClusterException, RedisError, ResponseError
 
-from service.store.timers_redis import CLAIM_DUE_LUA, RELEASE_CLAIMED_LUA
+from service.store.timers_redis import CLAIM_DUE_LUA
 from service.webhooks.entries import GROUP, ShardKeys
 
 # KEYS: outbox, retry, dead.
@@ -58,11 +56,6 @@ return removed
 """
 
 
-# The sorted sets of a shard that hold work coming due (ShardKeys attributes): retries and
-# turn deadlines.
-DueKind = Literal["retry", "due"]
-
-
 @dataclass(frozen=True)
 class FinishStep:
     """Releasing a held delivery (``source`` "stream" with its stream id, or "retry" with
@@ -90,7 +83,6 @@ class Queues:
         self._dead_maxlen = dead_maxlen
         self._finish = client.register_script(FINISH_LUA)
         self._claim_due = client.register_script(CLAIM_DUE_LUA)
-        self._release_deadline = client.register_script(RELEASE_CLAIMED_LUA)
         self._prune_consumers = client.register_script(PRUNE_CONSUMERS_LUA)
         self._autoclaim_cursor: dict[int, str] = {}
         self._keys: dict[int, ShardKeys] = {}
@@ -160,8 +152,8 @@ class Queues:
         outbox = self.keys(shard).outbox
         return self._prune_consumers(keys=[outbox], args=[GROUP, idle_ms, self.consumer])
 
-    def shards_due(self, kind: DueKind, shards: Sequence[int], now: float) -> list[int]:
-        """The shards among ``shards`` whose ``kind`` set ("retry" or "due") has a member due at
+    def shards_due(self, shards: Sequence[int], now: float) -> list[int]:
+        """The shards among ``shards`` whose retry set has a member due at
         ``now``. One round trip on a single Redis, so that a worker with nothing due asks
         once per poll rather than once per shard; on a cluster every shard (its keys live in
         different slots), to be claimed one by one as before."""
@@ -169,21 +161,12 @@ class Queues:
             return list(shards)
         pipe = self._client.pipeline(transaction=False)
         for shard in shards:
-            pipe.zcount(getattr(self.keys(shard), kind), "-inf", repr(now))
+            pipe.zcount(self.keys(shard).retry, "-inf", repr(now))
         return [shard for shard, due in zip(shards, pipe.execute()) if due]
 
     def claim_retries(self, shard: int, now: float, lease_until: float, count: int) -> list[str]:
         """Up to ``count`` retry members due at ``now``, leased until ``lease_until``."""
         return self._claim_due(keys=[self.keys(shard).retry], args=[repr(now), repr(lease_until), count])
-
-    def claim_deadlines(self, shard: int, now: float, lease_until: float, count: int) -> list[str]:
-        """Up to ``count`` game ids whose turn deadline passed at ``now``, leased until
-        ``lease_until``."""
-        return self._claim_due(keys=[self.keys(shard).due], args=[repr(now), repr(lease_until), count])
-
-    def release_deadline(self, shard: int, game_id: str, lease_until: float) -> bool:
-        """Remove a settled deadline unless it was rescheduled since the claim."""
-        return bool(self._release_deadline(keys=[self.keys(shard).due], args=[game_id, repr(lease_until)]))
 
     def finish(self, steps: Sequence[FinishStep]) -> list[bool | Exception]:
         """Do every step, in one round trip on a single Redis (a pipeline, not a

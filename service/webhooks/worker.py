@@ -1,4 +1,4 @@
-"""The delivery worker: reads every shard's outbox, delivers, retries, fires turn deadlines.
+"""The delivery worker: reads every shard's outbox, delivers, retries.
 
 Threads, all daemons, over one Redis client (single server or cluster):
 
@@ -6,14 +6,13 @@ Threads, all daemons, over one Redis client (single server or cluster):
   on a cluster, one reader per shard (streams of different shards live in different slots,
   so one call cannot read several);
 - a retry loop: claims due members of each shard's retry set and delivers them;
-- a deadline loop: claims due turn deadlines and calls ``settle(game_id)``;
 - a claim loop: ``XAUTOCLAIM``s what a dead consumer left pending longer than a lease.
 
-Deliveries and settles run on a bounded pool (a read's deliveries to a quick receiver several
+Deliveries run on a bounded pool (a read's deliveries to a quick receiver several
 to a task, see _start_stream_entries); ended deliveries are released (and their retry or dead
 letter scheduled) in batches (finishing.py). Every worker is a consumer of
 the same group (its name is host:pid), so any number of them share the work; each entry is read by one
-consumer, and retry/deadline members are claimed atomically with a lease. A worker that
+consumer, and retry members are claimed atomically with a lease. A worker that
 crashes loses nothing: its pending entries are claimed by another after the lease, its
 leased members come due again when the lease ends. Delivery is therefore at least once.
 """
@@ -37,17 +36,16 @@ from redis.cluster import RedisCluster
 from service import ids
 from service.observability.jsonlog import FIELDS_ATTRIBUTE, iso_utc
 from service.webhooks.entries import Delivery, MalformedEntry
-from service.webhooks.finishing import REDIS_ERRORS, Finisher, with_redis_retries
+from service.webhooks.finishing import REDIS_ERRORS, Finisher
 from service.webhooks.host_slots import HostSlots, receiver_of
 from service.webhooks.metrics import WorkerMetrics
 from service.webhooks.pool import BoundedPool
-from service.webhooks.queues import DueKind, FinishStep, Queues
+from service.webhooks.queues import FinishStep, Queues
 from service.webhooks.sender import Attempt, Outcome, Sender
 from service.webhooks.speeds import ReceiverSpeeds
 
 logger = logging.getLogger(__name__)
 
-Settle = Callable[[str], None]
 Clock = Callable[[], float]
 
 
@@ -55,7 +53,7 @@ Clock = Callable[[], float]
 class WorkerSettings:
     """How the worker paces itself. Times are in seconds.
 
-    ``lease_seconds`` is how long a claimed retry or deadline stays with the worker that
+    ``lease_seconds`` is how long a claimed retry stays with the worker that
     claimed it, and how long an outbox entry may stay pending before another consumer takes
     it over; it must exceed the longest delivery attempt (10 s), or a slow delivery can be
     taken over and sent twice.
@@ -161,8 +159,7 @@ def default_consumer_name() -> str:
 class Worker:
     """The delivery worker over ``client``; ``start`` it, then ``stop`` and ``join`` it.
 
-    ``settle(game_id)`` plays what is due in that game; it is called for each due turn
-    deadline and must be safe to call when nothing is due any more. ``clock`` gives seconds
+    ``clock`` gives seconds
     since the epoch (tests move it); ``draw`` gives the jitter in [0, 1)."""
 
     def __init__(
@@ -171,7 +168,6 @@ class Worker:
         *,
         prefix: str,
         sender: Sender,
-        settle: Settle,
         settings: WorkerSettings | None = None,
         consumer: str | None = None,
         clock: Clock = time.time,
@@ -183,7 +179,6 @@ class Worker:
         self._client = client
         self._queues = Queues(client, prefix, consumer or default_consumer_name(), self.settings.dead_maxlen)
         self._sender = sender
-        self._settle = settle
         self._clock = clock
         self._draw = draw
         self._pool = BoundedPool(self.settings.concurrency, "webhook-task")
@@ -208,8 +203,7 @@ class Worker:
             [(f"outbox-reader-s{shard}", lambda shard=shard: self._read_loop((shard,))) for shard in shards]
             if self._readers_per_shard else [("outbox-reader", lambda: self._read_loop(shards))]
         )
-        loops += [("retry-loop", self._retry_loop), ("deadline-loop", self._deadline_loop),
-                  ("claim-loop", self._claim_loop)]
+        loops += [("retry-loop", self._retry_loop), ("claim-loop", self._claim_loop)]
         for name, loop in loops:
             thread = threading.Thread(target=loop, name=name, daemon=True)
             thread.start()
@@ -268,33 +262,19 @@ class Worker:
                 self._stopping.wait(self.settings.linger_seconds)
 
     def _retry_loop(self) -> None:
-        def claim(shard: int, now: float, lease_until: float, count: int) -> list:
-            members = self._queues.claim_retries(shard, now, lease_until, count)
-            return [lambda member=member: self._deliver_retry(shard, member) for member in members]
-
-        self._leased_loop("claiming due retries", "retry", claim)
-
-    def _deadline_loop(self) -> None:
-        def claim(shard: int, now: float, lease_until: float, count: int) -> list:
-            game_ids = self._queues.claim_deadlines(shard, now, lease_until, count)
-            return [lambda game_id=game_id: self._fire_deadline(shard, game_id, lease_until) for game_id in game_ids]
-
-        self._leased_loop("claiming due turn deadlines", "due", claim)
-
-    def _leased_loop(self, what: str, kind: DueKind, claim) -> None:
-        """Every poll, in each shard whose ``kind`` set has something due, claim (under a lease)
-        as much due work as the pool has room for and hand it to the pool:
-        ``claim(shard, now, lease_until, count)`` gives the tasks."""
-        failures = _FailureLog(what)
+        """Every poll, in each shard whose retry set has something due, claim (under a lease)
+        as many due retries as the pool has room for and hand them to the pool."""
+        failures = _FailureLog("claiming due retries")
         while not self._stopping.is_set():
             try:
-                for shard in self._queues.shards_due(kind, self.settings.shards, self._clock()):
+                for shard in self._queues.shards_due(self.settings.shards, self._clock()):
                     free = self._pool.free()
                     if not free:
                         break
                     now = self._clock()
-                    for task in claim(shard, now, now + self.settings.lease_seconds, min(self.settings.batch, free)):
-                        self._pool.submit(task)
+                    for member in self._queues.claim_retries(shard, now, now + self.settings.lease_seconds,
+                                                             min(self.settings.batch, free)):
+                        self._pool.submit(lambda member=member, shard=shard: self._deliver_retry(shard, member))
                 failures.recovered()
             except REDIS_ERRORS as error:
                 failures.failed(error)
@@ -484,20 +464,6 @@ class Worker:
         self._finish(FinishStep(shard, source, handle, "dead", dead_fields=dead_fields),
                      self.metrics.dead_letters.labels(reason="malformed").inc)
         logger.warning("malformed entry given up", extra={FIELDS_ATTRIBUTE: {"shard": shard, "reason": reason}})
-
-    def _fire_deadline(self, shard: int, game_id: str, lease_until: float) -> None:
-        try:
-            self._settle(game_id)
-        except Exception:
-            # Left leased: it comes due again when the lease ends.
-            self.metrics.deadline_failures.inc()
-            logger.exception("settling a due turn deadline failed", extra={FIELDS_ATTRIBUTE: {"game": game_id}})
-            return
-        self.metrics.deadlines_fired.inc()
-        logger.info("turn deadline settled", extra={FIELDS_ATTRIBUTE: {"game": game_id, "shard": shard}})
-        with_redis_retries(
-            "releasing a settled deadline", lambda: self._queues.release_deadline(shard, game_id, lease_until)
-        )
 
     def _finish(self, step: FinishStep, count: Callable[[], object]) -> None:
         """Release a delivery and schedule what follows, now or in a batch another thread

@@ -1,5 +1,5 @@
 """Turn deadlines through HTTP on the real Redis, with the service's clock moved (never slept):
-the rule option, ``hand.deadline``, the schedule the worker reads, the lazy settlement by any
+the rule option, ``hand.deadline``, its timer (which the worker fires), the lazy settlement by any
 request that loads the game, and a late move racing the timeout (exactly one applies)."""
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from service.api.context import EXTENSION
 from service.store import store_from_url
 from service.store.errors import LongPollCapacity, StoreError
 from service.store.keys import game_keys
+from service.store.timers import DEADLINE_TIMER, Timer
 from tests.api.checks import ACTIONS, LogReplay, person_move, stored_events, stored_match
 from tests.api.conftest import build_app
 from tests.api.support import API_KEY, store_of
@@ -88,7 +89,7 @@ def view(app, game_id: str, token: str | None = None) -> dict:
 
 
 def due_score(redis_client: Redis, prefix: str, game_id: str) -> float | None:
-    return redis_client.zscore(game_keys(prefix, game_id).due, game_id)
+    return redis_client.zscore(game_keys(prefix, game_id).timers, Timer(DEADLINE_TIMER, game_id).member)
 
 
 def replayed(app, game_id: str, bots=(None, None)) -> LogReplay:

@@ -132,6 +132,21 @@ def test_a_timer_whose_handler_fails_fires_again_after_the_lease(areas: Areas, r
     assert len(calls) == 2  # then released
 
 
+def test_each_fired_timer_of_a_known_kind_is_counted_as_handled_or_failed(areas: Areas):
+    """What the worker's metrics hear (timers_fired_total, timer_failures_total by kind)."""
+    counted: list[tuple[str, bool]] = []
+
+    def fails(subject: str) -> None:
+        raise RuntimeError("a handler that fails")
+
+    runner = Runner(areas.feed, areas.timers, [], {"ticket": Recorder().handler("once"), "invite": fails}, QUICK,
+                    name="once", count_timer=lambda kind, handled: counted.append((kind, handled)))
+    for n, kind in enumerate(("ticket", "ticket", "invite", "unknown")):
+        areas.timers.set(kind, f"s{n}", time.time())
+    runner.run_once()
+    assert sorted(counted) == [("invite", False), ("ticket", True), ("ticket", True)]
+
+
 def feed_entries(count: int) -> list[FeedEntry]:
     return [FeedEntry(f"e{n}", "game", f"g{n}", "match_over", "owner", "{}") for n in range(count)]
 

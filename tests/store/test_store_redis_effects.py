@@ -1,5 +1,5 @@
 """What a Redis write does besides the state, in the same script: events trimmed to the
-newest, webhook deliveries in the shard's outbox, the deadline schedule, the event count
+newest, webhook deliveries in the shard's outbox, the turn deadline's timer, the event count
 published on the game's shard channel. Run on one server and on the cluster."""
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import redis
 from service import ids
 from service.store import OutboxEntry, RedisStore, store_from_url
 from service.store.keys import game_keys
+from service.store.timers import DEADLINE_TIMER, Timer
 from tests.store.support import effects, new_id
 
 
@@ -53,18 +54,21 @@ def test_deliveries_go_to_the_games_shard_outbox_with_the_save(redis_store) -> N
     assert len([f for _, f in client.xrange(keys.outbox) if f["game"] == game_id]) == 1
 
 
-def test_the_deadline_schedule_follows_timed_games_only(redis_store) -> None:
+def test_the_deadline_timer_follows_timed_games_only(redis_store) -> None:
     store, client, prefix = redis_store
     timed, untimed = new_id(), new_id()
     store.create(timed, "s", 1, effects(timed=True, deadline=1234.5))
     store.create(untimed, "s", 1, effects())
-    due = game_keys(prefix, timed).due
-    assert client.zscore(due, timed) == 1234.5
+    timers, member = game_keys(prefix, timed).timers, Timer(DEADLINE_TIMER, timed).member
+    assert ids.key_slot(timers) == ids.key_slot(game_keys(prefix, timed).state)
+    assert client.zscore(timers, member) == 1234.5
     store.save(timed, 1, "s", 2, effects(timed=True, deadline=2000.0))
-    assert client.zscore(due, timed) == 2000.0
+    assert client.zscore(timers, member) == 2000.0
     store.save(timed, 2, "s", 3, effects(timed=True, deadline=None))
-    assert client.zscore(due, timed) is None
-    assert client.zscore(game_keys(prefix, untimed).due, untimed) is None
+    assert client.zscore(timers, member) is None
+    assert client.zscore(game_keys(prefix, untimed).timers, Timer(DEADLINE_TIMER, untimed).member) is None
+    store.schedule(timed, 3000.0)  # a settle that found the turn not over yet
+    assert client.zscore(timers, member) == 3000.0
 
 
 def test_every_write_publishes_the_event_count_on_the_games_shard_channel(redis_store) -> None:

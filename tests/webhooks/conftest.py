@@ -50,18 +50,14 @@ def receiver(secret: str) -> Iterator[Receiver]:
     running.close()
 
 
-def no_deadlines(game_id: str) -> None:
-    raise AssertionError(f"no turn deadline was scheduled, yet {game_id} was settled")
-
-
 @pytest.fixture
 def start_worker(redis_url: str, prefix: str, secret: str) -> Iterator[Callable[..., Worker]]:
     """Start an in-process worker: ``start_worker(clock=..., allow_private=..., total_timeout=...,
-    settle=..., url=..., consumer=..., **WorkerSettings fields)``; all are stopped at the end."""
+    url=..., consumer=..., **WorkerSettings fields)``; all are stopped at the end."""
     started: list[tuple[Worker, Sender, object]] = []
 
     def start(
-        *, clock=None, allow_private: bool = True, total_timeout: float = 2.0, settle=no_deadlines,
+        *, clock=None, allow_private: bool = True, total_timeout: float = 2.0,
         url: str | None = None, consumer: str | None = None, **settings,
     ) -> Worker:
         settings = WorkerSettings(**{**TEST_SETTINGS, **settings})
@@ -71,7 +67,7 @@ def start_worker(redis_url: str, prefix: str, secret: str) -> Iterator[Callable[
             WebhookSecret.parse(secret), allow_private=allow_private, total_timeout=total_timeout, **clock_options
         )
         worker = Worker(
-            client, prefix=prefix, sender=sender, settle=settle, settings=settings,
+            client, prefix=prefix, sender=sender, settings=settings,
             consumer=consumer or f"test-worker-{next(_numbers)}", **clock_options,
         )
         worker.start()

@@ -16,10 +16,10 @@ def test_a_games_shard_keys_share_its_cluster_slot() -> None:
     game_id = game_in_shard(6)
     keys = ShardKeys.for_game("gr:", game_id)
     assert keys == ShardKeys.of("gr:", 6)
-    assert (keys.outbox, keys.retry, keys.dead, keys.due) == (
-        "gr:{s6}:outbox", "gr:{s6}:retry", "gr:{s6}:dead", "gr:{s6}:due"
+    assert (keys.outbox, keys.retry, keys.dead) == (
+        "gr:{s6}:outbox", "gr:{s6}:retry", "gr:{s6}:dead"
     )
-    slots = {ids.key_slot(key) for key in (keys.outbox, keys.retry, keys.dead, keys.due, f"gr:{{{game_id}}}:s")}
+    slots = {ids.key_slot(key) for key in (keys.outbox, keys.retry, keys.dead, f"gr:{{{game_id}}}:s")}
     assert len(slots) == 1
 
 

@@ -198,7 +198,7 @@ def test_probes_metrics_and_json_logs_without_bodies_or_secrets(
     assert sample(text, "webhook_deliveries_total", outcome="delivered") == 1
     assert sample(text, "webhook_delivery_latency_seconds_count") == 1
     assert sample(text, "webhook_attempts_total", type="turn") == 1
-    for name in ("webhook_retries_scheduled_total", "webhook_dead_letters_total", "turn_deadlines_fired_total"):
+    for name in ("webhook_retries_scheduled_total", "webhook_dead_letters_total", "timers_fired_total"):
         assert name in text
 
     worker.process.send_signal(signal.SIGTERM)
