@@ -13,10 +13,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import SplitResult, urlsplit
 
-from service.rules.errors import InvalidInput
+from service.rules.errors import InvalidInput, declare
 
 MAX_URL_LENGTH = 2048
 CODE = "callback_not_allowed"
+declare(InvalidInput.status, CODE, "Callback URL not allowed")
 FIELD = "callback_url"
 HTTP_DEFAULT_PORT = 80
 # What a host name or IP literal is made of, once lower-cased and in ASCII.

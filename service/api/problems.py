@@ -21,65 +21,30 @@ from service.api.openapi import HEADERS, RETRY_AFTER, documentation_only, header
 from service.api.parser import INVALID_JSON
 from service.problems import PROBLEM_MIMETYPE, PROBLEM_TYPE_PREFIX, problem_body
 from service.problems import problem as problem_json
-from service.rules import ADVICE_PER_HAND, GameError
-from service.rules.errors import declared_codes
+from service.rules import ADVICE_PER_HAND, GameError, InvalidInput
+from service.rules.errors import codes_answered_with, declare, title_of
 
 log = logging.getLogger(__name__)
 
 PROBLEM_MEDIA_TYPE = PROBLEM_MIMETYPE
 TYPE_PREFIX = PROBLEM_TYPE_PREFIX
 
-TITLES = {
-    "invalid_request": "The request is malformed",
-    "invalid_card": "Not a card",
-    "invalid_rules": "Invalid rule options",
-    "no_human_seat": "A match needs a person",
-    "seed_not_allowed": "Seeding needs an API key",
-    "callback_not_allowed": "Callback URL not allowed",
-    "creation_quota_exceeded": "Too many games created",
-    "advice_limit_reached": "Too much advice this hand",
-    "game_not_finished": "The match has not finished",
-    "game_expired": "The game expired",
-    "store_full": "Game store full",
-    "long_poll_capacity": "Too many waiting requests",
-    "idempotency_key_reused": "Idempotency key reused for a different request",
-    "unauthorized": "Missing or unknown credentials",
-    "forbidden": "Not allowed for this player",
-    "not_found": "No such resource",
-    "game_not_found": "No such game",
-    "method_not_allowed": "Method not allowed on this resource",
-    "conflict": "The game changed meanwhile",
-    "not_your_turn": "Not your turn",
-    "wrong_phase": "Not possible in this phase",
-    "card_not_in_hand": "Card not in hand",
-    "cannot_discard_drawn_card": "Cannot discard the card just taken",
-    "deadwood_too_high": "Deadwood too high to knock",
-    "invalid_melds": "Invalid melds",
-    "invalid_layoff": "Invalid lay-off",
-    "game_finished": "The match is over",
-    "version_mismatch": "The game is not at the expected version",
-    "payload_too_large": "Request body too large",
-    "unsupported_media_type": "The body must be JSON",
-    "store_unavailable": "Game store unavailable",
-    "internal_error": "Internal error",
-    "rate_limited": "Too many requests",
-    "too_many_streams": "Too many open streams",
-    "record_incomplete": "The match's record is not complete",
-    "step_out_of_range": "No such step in this match",
-    "analysis_quota_exceeded": "Too many analyses computed",
+# What Flask and werkzeug answer themselves (routing, the body cap, a body that is not JSON, a
+# bug), by status: the code and title of each (a malformed request's title is the engine's).
+HTTP_PROBLEMS = {
+    400: ("invalid_request", InvalidInput.titles["invalid_request"]),
+    404: ("not_found", "No such resource"),
+    405: ("method_not_allowed", "Method not allowed on this resource"),
+    413: ("payload_too_large", "Request body too large"),
+    415: ("unsupported_media_type", "The body must be JSON"),
+    500: ("internal_error", "Internal error"),
 }
-
-# HTTP errors raised by Flask/werkzeug (routing, body limits) and their codes.
-HTTP_CODES = {
-    400: "invalid_request",
-    404: "not_found",
-    405: "method_not_allowed",
-    413: "payload_too_large",
-    415: "unsupported_media_type",
-    422: "invalid_request",
-    500: "internal_error",
-}
-
+for _status, (_code, _title) in HTTP_PROBLEMS.items():
+    declare(_status, _code, _title)
+# A body that breaks the schema is refused as the engine refuses malformed input.
+HTTP_CODES = {status: code for status, (code, _) in HTTP_PROBLEMS.items()} | {422: "invalid_request"}
+# The rate limiter (service/middleware) answers every route so; each route documents it.
+declare(429, "rate_limited", "Too many requests")
 
 
 class Problem(Exception):
@@ -122,17 +87,9 @@ def _title(problem: Problem) -> str:
     return title_of(problem.code) or http.HTTPStatus(problem.status).phrase
 
 
-def title_of(code: str) -> str | None:
-    """The title of a code: the table's, or the one its error class declared."""
-    declared = declared_codes().get(code)
-    return TITLES.get(code) or (declared[1] if declared else None)
-
-
 def codes_of(status: int | str) -> tuple[str, ...]:
-    """Every code answered with ``status``: the table's and those error classes declared."""
-    declared = tuple(code for code, (answered, _) in declared_codes().items() if answered == status)
-    return PROBLEM_RESPONSES[status].codes + tuple(code for code in declared
-                                                    if code not in PROBLEM_RESPONSES[status].codes)
+    """Every code declared with ``status`` (``default``: 500)."""
+    return codes_answered_with(500 if status == "default" else status)
 
 
 def refusal_problem(error: GameError) -> Problem:
@@ -243,7 +200,7 @@ class ProblemSchema(ma.Schema):
     )
     title = ma.fields.String(
         required=True,
-        metadata={"description": "Short summary of this kind of problem", "example": TITLES["not_your_turn"]},
+        metadata={"description": "Short summary of this kind of problem", "example": title_of("not_your_turn")},
     )
     status = ma.fields.Integer(
         required=True, metadata={"description": "The HTTP status code", "example": 409}
@@ -277,61 +234,56 @@ class ProblemSchema(ma.Schema):
 
 @dataclass(frozen=True)
 class ProblemResponse:
-    """One status's problems: what the status means, and every code answered with it."""
+    """What one status means, whichever code it is answered with (the codes are declared
+    where they are raised: service/rules/errors.py)."""
 
     name: str
     meaning: str
-    codes: tuple[str, ...]
 
 
-# Every code the API answers, by status. An operation documents the statuses it may answer,
-# each with the examples of its own codes only, and lists those codes in its description.
+# Every status the API documents problems with. An operation documents the statuses it may
+# answer, each with the examples of its own codes only, and lists those codes in its description.
 PROBLEM_RESPONSES: dict[int | str, ProblemResponse] = {
-    400: ProblemResponse("BadRequest", "The body is not valid JSON", ("invalid_request",)),
-    401: ProblemResponse("Unauthorized", "A needed credential is missing or unknown", ("unauthorized",)),
-    403: ProblemResponse("Forbidden", "This credential may not do this", ("forbidden", "seed_not_allowed")),
-    404: ProblemResponse("NotFound", "No such game (or player, ticket or invite, as the code says)",
-                         ("game_not_found",)),
-    409: ProblemResponse("Conflict", "The rules forbid this now, or the game changed meanwhile", (
-        "not_your_turn", "wrong_phase", "game_finished", "conflict", "card_not_in_hand", "cannot_discard_drawn_card",
-        "deadwood_too_high", "invalid_melds", "invalid_layoff", "game_not_finished", "advice_limit_reached",
-        "record_incomplete")),
-    410: ProblemResponse("Gone", "The game expired (it answers so for a while after; then 404)", ("game_expired",)),
-    412: ProblemResponse("PreconditionFailed", "The game is not at the version named in If-Match",
-                         ("version_mismatch",)),
-    413: ProblemResponse("PayloadTooLarge", "The body is larger than the service accepts", ("payload_too_large",)),
-    415: ProblemResponse("UnsupportedMediaType", "The body is not JSON in UTF-8", ("unsupported_media_type",)),
+    400: ProblemResponse("BadRequest", "The body is not valid JSON"),
+    401: ProblemResponse("Unauthorized", "A needed credential is missing or unknown"),
+    403: ProblemResponse("Forbidden", "This credential may not do this"),
+    404: ProblemResponse("NotFound", "No such game (or player, ticket or invite, as the code says)"),
+    409: ProblemResponse("Conflict", "The rules forbid this now, or the game changed meanwhile"),
+    410: ProblemResponse("Gone", "The game expired (it answers so for a while after; then 404)"),
+    412: ProblemResponse("PreconditionFailed", "The game is not at the version named in If-Match"),
+    413: ProblemResponse("PayloadTooLarge", "The body is larger than the service accepts"),
+    415: ProblemResponse("UnsupportedMediaType", "The body is not JSON in UTF-8"),
     422: ProblemResponse("UnprocessableContent", "The request does not follow the schema, or names an unknown "
-                         "card or rule option, or cannot be processed as it is", (
-                             "invalid_request", "invalid_card", "invalid_rules", "no_human_seat",
-                             "callback_not_allowed", "idempotency_key_reused", "step_out_of_range")),
+                         "card or rule option, or cannot be processed as it is"),
     429: ProblemResponse("TooManyRequests", "Too many requests from this client (only when the server limits the "
                          "rate), too many games created or analyses computed, or too many streams open; retry after the "
-                         "Retry-After delay",
-                         ("rate_limited", "creation_quota_exceeded", "too_many_streams", "analysis_quota_exceeded")),
+                         "Retry-After delay"),
     503: ProblemResponse("ServiceUnavailable", "The game store cannot be reached or is full, or too many requests "
-                         "wait; retry after the Retry-After delay",
-                         ("store_unavailable", "store_full", "long_poll_capacity")),
-    "default": ProblemResponse("InternalError", "An unexpected error; it carries no internal detail",
-                               ("internal_error",)),
+                         "wait; retry after the Retry-After delay"),
+    "default": ProblemResponse("InternalError", "An unexpected error; it carries no internal detail"),
 }
 RETRY_AFTER_STATUSES = {429: True, 503: False}  # status: whether every such answer carries it
 
 
 def problem_examples(examples: Mapping[str, dict]) -> dict[str, dict]:
-    """The ``components/examples`` of every problem code: ``examples[code]`` when given (a real
-    problem), else one made up from the code's title. Problem responses refer to them by code."""
+    """The ``components/examples`` of every problem code the operations declared so far
+    document: ``examples[code]`` when given (a real problem), else one made up from the code's
+    title. Problem responses refer to them by code."""
     return {
         code: {"summary": title_of(code),
                "value": examples.get(code) or _validation_example(status, code) or _made_up(status, code)}
         for status in PROBLEM_RESPONSES
         for code in codes_of(status)
+        if (status, code) in _DOCUMENTED
     }
 
 
 # The problem responses the operations use, by name: one per status and set of codes, shared by
 # the operations that answer that status with those codes (filled as the routes are declared).
 _SHARED: dict[str, tuple[int | str, tuple[str, ...]]] = {}
+# Every (status, code) an operation documents, shared or not: a code no operation answers (such
+# as not_found, for an unknown URL) gets no example.
+_DOCUMENTED: set[tuple[int | str, str]] = set()
 
 
 def problem_responses() -> dict[str, dict]:
@@ -360,6 +312,7 @@ def documents_problems(blp, problems: Mapping[int, Iterable[str]], limited: bool
         if listed:
             func.__doc__ = f"{inspect.cleandoc(func.__doc__)}\n\nProblems (status and `code`): {listed}."
         for status, codes in [*problems.items(), ("default", ("internal_error",))]:
+            _DOCUMENTED.update((status, code) for code in codes)
             if limited:
                 documented = blp.alt_response(status, response=_shared(status, codes))
             else:
@@ -372,9 +325,11 @@ def documents_problems(blp, problems: Mapping[int, Iterable[str]], limited: bool
 
 
 def _shared(status: int | str, codes: tuple[str, ...]) -> str:
-    """The name of the shared response for ``codes`` of ``status`` (registered on first use)."""
-    base = PROBLEM_RESPONSES[status].name
-    name = base if codes == PROBLEM_RESPONSES[status].codes else "-".join((base, *codes))
+    """The name of the shared response for ``codes`` of ``status`` (registered on first use).
+
+    It names the codes even when they are all of the status's: which those are depends on the
+    modules imported so far, and a code declared later must not rename a response."""
+    name = "-".join((PROBLEM_RESPONSES[status].name, *codes))
     _SHARED[name] = (status, codes)
     return name
 

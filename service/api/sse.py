@@ -33,6 +33,7 @@ from flask import Request, Response
 
 from service.games.errors import TooMany, Unprocessable
 from service.requester import REQUESTER, ClientGone, mark_streamed, unsent_bytes
+from service.rules.errors import declare
 
 Resume = TypeVar("Resume")
 MEDIA_TYPE = "text/event-stream"
@@ -46,6 +47,7 @@ RECONNECT_MS = (1000, 5000)
 PROGRESS_BYTES = 1024
 # A client refused for its number of streams may try again after this.
 STREAMS_RETRY_AFTER_SECONDS = 5
+declare(TooMany.status, "too_many_streams", "Too many open streams")
 
 
 def frame(data: object, event: str | None = None, event_id: int | str | None = None) -> bytes:

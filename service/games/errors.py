@@ -9,6 +9,7 @@ class Unauthorized(GameError):
 
     status = 401
     code = "unauthorized"
+    titles = {"unauthorized": "Missing or unknown credentials"}
 
     def __init__(self, detail: str, challenge: str = "Bearer"):
         super().__init__(detail)
@@ -24,6 +25,7 @@ class NotAllowed(GameError):
 
     status = 403
     code = "forbidden"
+    titles = {"seed_not_allowed": "Seeding needs an API key"}
 
 
 class PreconditionFailed(GameError):
@@ -31,6 +33,7 @@ class PreconditionFailed(GameError):
 
     status = 412
     code = "version_mismatch"
+    titles = {"version_mismatch": "The game is not at the expected version"}
 
 
 class ConcurrentChange(GameError):
@@ -38,12 +41,15 @@ class ConcurrentChange(GameError):
 
     status = 409
     code = "conflict"
+    titles = {"conflict": "The game changed meanwhile"}
 
 
 class Unprocessable(GameError):
     """A well-formed request this service will not process (HTTP 422)."""
 
-    titles = {"external_id_required": "A rated match needs every person's external id",
+    titles = {"no_human_seat": "A match needs a person",
+              "idempotency_key_reused": "Idempotency key reused for a different request",
+              "external_id_required": "A rated match needs every person's external id",
               "duplicate_external_id": "The same external id on two seats of a rated match"}
 
 
@@ -52,6 +58,7 @@ class TooMany(GameError):
 
     status = 429
     code = "rate_limited"
+    titles = {"creation_quota_exceeded": "Too many games created"}
 
     def __init__(self, detail: str, retry_after: int, *, code: str | None = None, params: dict | None = None):
         super().__init__(detail, code=code, params={"retry_after": retry_after, **(params or {})})

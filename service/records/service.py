@@ -21,6 +21,7 @@ from service.games.record import Record
 from service.records import analysis, text
 from service.records.checkpoints import Recent, Replayed
 from service.records.record import RecordIncomplete, build_record
+from service.rules.errors import declare
 from service.store.base import GameMissing
 
 ANALYSIS = "analysis"
@@ -37,6 +38,11 @@ class RecordNotKept(rules.GameError):
 
     status = 409
     code = "record_incomplete"
+    titles = {"record_incomplete": "The match's record is not complete"}
+
+
+declare(Unprocessable.status, "step_out_of_range", "No such step in this match")
+declare(TooMany.status, "analysis_quota_exceeded", "Too many analyses computed")
 
 
 class RecordService:

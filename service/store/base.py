@@ -26,6 +26,7 @@ class GameMissing(GameError):
 
     status = 404
     code = "game_not_found"
+    titles = {"game_not_found": "No such game"}
 
     def __init__(self, game_id: str = "") -> None:
         super().__init__("no game with this id")
@@ -36,6 +37,7 @@ class GameExpired(GameMissing):
 
     status = 410
     code = "game_expired"
+    titles = {"game_expired": "The game expired"}
 
     def __init__(self, expired_at: str) -> None:
         GameError.__init__(self, f"this game expired at {expired_at}", params={"expired_at": expired_at})

@@ -13,6 +13,7 @@ class StoreError(GameError):
 
     status = 503
     code = "store_unavailable"
+    titles = {"store_unavailable": "Game store unavailable"}
 
     def __init__(self, detail: str = "the game store cannot be reached; retry shortly", *, code: str | None = None):
         super().__init__(detail, code=code, params={"retry_after": STORE_RETRY_AFTER_SECONDS})
@@ -26,6 +27,7 @@ class StoreFull(StoreError):
     """The backend is out of memory: nothing was written (HTTP 503 ``store_full``)."""
 
     code = "store_full"
+    titles = {"store_full": "Game store full"}
 
     def __init__(self) -> None:
         super().__init__("the game store is full; existing games can still be read")
@@ -40,6 +42,7 @@ class LongPollCapacity(GameError):
 
     status = 503
     code = "long_poll_capacity"
+    titles = {"long_poll_capacity": "Too many waiting requests"}
 
     def __init__(self, max_waiters: int) -> None:
         super().__init__(
