@@ -35,6 +35,10 @@ WORKER_TIMEOUT_MARGIN_SECONDS = 5.0
 # The rate limiter sits in front of every request: a Redis that stopped answering must cost a
 # request little (the limiter then counts in its own process for a while).
 LIMITER_TIMEOUT_SECONDS = 0.25
+# Connections the rate limiter's pool holds at most per node (a count is one quick script):
+# under gevent thousands of requests may count at once, and without a bound each would open
+# one. A request that finds them all busy for LIMITER_TIMEOUT_SECONDS counts in the process.
+LIMITER_MAX_CONNECTIONS = 16
 
 
 def split_cluster_flag(url: str) -> tuple[str, bool]:
@@ -147,4 +151,5 @@ def worker_options(block_seconds: float) -> dict[str, Any]:
 
 def limiter_options() -> dict[str, Any]:
     """``client_from_url`` options of the rate limiter's client."""
-    return {"socket_timeout": LIMITER_TIMEOUT_SECONDS, "socket_connect_timeout": LIMITER_TIMEOUT_SECONDS}
+    return {"socket_timeout": LIMITER_TIMEOUT_SECONDS, "socket_connect_timeout": LIMITER_TIMEOUT_SECONDS,
+            "blocking_pool": True, "max_connections": LIMITER_MAX_CONNECTIONS, "timeout": LIMITER_TIMEOUT_SECONDS}

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import logging
 import socket
+import threading
+import time
+from pathlib import Path
 
 import flask
 import pytest
@@ -13,6 +16,8 @@ import redis
 from observability_probe_app import PROBE_SECRET, create_app
 from service import ids, tokens
 from service.middleware import init_middleware
+from service.middleware.rate_limit import CounterUnavailable, RedisWindowCounter
+from service.store.redis_client import LIMITER_MAX_CONNECTIONS, LIMITER_TIMEOUT_SECONDS
 from service.store.errors import StoreError
 from tests.redis_servers import RedisServer
 
@@ -214,6 +219,42 @@ def test_a_full_redis_is_not_written_to_and_the_limit_holds(tmp_path, steady_min
         assert statuses(client, 3) == [200, 200, 429]
         assert list(inspect.scan_iter(match="rl-full:*")) == []
         inspect.close()
+    finally:
+        server.stop()
+
+
+def connections_to(port: int) -> int:
+    """Established TCP connections of this machine to 127.0.0.1:``port`` (the client ends)."""
+    rows = Path("/proc/net/tcp").read_text().splitlines()[1:]
+    return sum(1 for row in rows if row.split()[2] == f"0100007F:{port:04X}" and row.split()[3] == "01")
+
+
+def test_the_limiter_holds_a_bounded_number_of_connections_to_a_hung_redis(tmp_path):
+    """Under gevent every request counts at once: a Redis that stops answering must not get a
+    connection per waiting request. The requests beyond the pool wait for a connection as long
+    as for an answer, then count in the process."""
+    server = RedisServer(tmp_path / "hung-redis").start()
+    try:
+        counter = RedisWindowCounter(server.url, "rl-hung:")
+        assert counter.increment("a", 1) == 1
+        server.pause()
+        unavailable = []
+
+        def count(number: int) -> None:
+            try:
+                counter.increment(f"c{number}", 1)
+            except CounterUnavailable:
+                unavailable.append(number)
+
+        threads = [threading.Thread(target=count, args=(n,)) for n in range(4 * LIMITER_MAX_CONNECTIONS)]
+        for thread in threads:
+            thread.start()
+        time.sleep(LIMITER_TIMEOUT_SECONDS / 2)
+        held = connections_to(server.port)
+        for thread in threads:
+            thread.join(30)
+        assert 1 <= held <= LIMITER_MAX_CONNECTIONS
+        assert sorted(unavailable) == list(range(len(threads)))
     finally:
         server.stop()
 
