@@ -14,6 +14,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from service.store.quick_check import QuickCheckConnection
 from service.store.redis_client import (
+    LIMITER_MAX_CONNECTIONS,
     client_from_url,
     limiter_options,
     split_cluster_flag,
@@ -142,10 +143,11 @@ def test_the_worker_client_outlasts_its_blocking_reads_and_tries_timeouts_again(
     assert retries == 3 and {RedisConnectionError, RedisTimeoutError} <= set(errors)
 
 
-def test_the_limiter_client_gives_up_within_a_quarter_second(url: str) -> None:
+def test_the_limiter_client_gives_up_within_a_quarter_second_with_a_bounded_pool(url: str) -> None:
     with answering(url, limiter_options()) as client:
         for pool in pools_of(client):
-            assert type(pool) is ConnectionPool
+            assert isinstance(pool, BlockingConnectionPool)
+            assert (pool.max_connections, pool.timeout) == (LIMITER_MAX_CONNECTIONS, 0.25)
             connection = connection_of(pool)
             assert (connection.socket_timeout, connection.socket_connect_timeout) == (0.25, 0.25)
             assert connection.encoder.decode_responses is False
