@@ -648,7 +648,7 @@ def print_callbacks(options, plain: Totals, hooked: Totals, hooked_runs: list[Ma
           f"{per_move[1]['load generator']:.3f} ms")
     for at_stop, received_at_stop, drained, waited in drains:
         print(f"when the players stopped: {received_at_stop:,} requests received, {at_stop.backlog:,} deliveries "
-              f"still queued (outbox {at_stop.outbox:,}, retry {at_stop.retry:,}); drained in {waited:.1f} s, "
+              f"still queued (feed {at_stop.unfinished:,}, retry {at_stop.retry:,}); drained in {waited:.1f} s, "
               f"{'nothing left' if drained.backlog == 0 else f'{drained.backlog:,} LEFT (gave up)'}; "
               f"dead letters {drained.dead:,}")
     games = [game for run in hooked_runs for game in run.games]

@@ -33,6 +33,7 @@ from service.games.setup import game_service
 from service.store import store_from_url
 from service.config import EMBEDDED_STORE_URL, Config, ConfigError
 from service.records.verify import verify
+from service.webhooks.entries import GROUP as DELIVERY_GROUP
 from service.webhooks.process import run_worker
 
 DEFAULT_HOST = "127.0.0.1"
@@ -105,7 +106,7 @@ def run_worker_command(args: argparse.Namespace) -> int:
         def background(client, count_timer):
             return background_runner(config, games, redis_areas(store, client, config.key_prefix,
                                                                 config.key_stream_retention_seconds), runner_settings,
-                                     count_timer)
+                                     count_timer, read_elsewhere=(DELIVERY_GROUP,))
 
         return run_worker(config, host=args.host, background=background, **timings)
     except (ConfigError, ValueError, OSError) as error:

@@ -1,7 +1,7 @@
 """Game ids, and the shard each game belongs to.
 
-Some writes must be atomic across a game and things shared by many games: the webhook
-outbox, the feed, the timers (turn deadlines among them) and the player index. On Redis
+Some writes must be atomic across a game and things shared by many games: the feed
+(webhook deliveries among its entries), the timers (turn deadlines among them) and the player index. On Redis
 Cluster one script can only touch keys of one hash slot, so those shared things are split into ``SHARDS`` shards,
 each under the hash tag ``s<k>``, and every game id is drawn so that the id's own slot is the
 slot of one shard tag. A game's keys (tag ``{<id>}``) and its shard's keys (tag ``{s<k>}``)

@@ -28,7 +28,7 @@ from typing import Protocol
 
 from service.store.errors import StoreError
 from service.store.feed import Feed, FeedEntry, Read
-from service.store.timers import Timer, Timers
+from service.store.timers import Timer, TimerCount, Timers
 
 logger = logging.getLogger(__name__)
 
@@ -42,8 +42,6 @@ class Consumer(Protocol):
 
 
 TimerHandler = Callable[[str], None]
-# Told of each fired timer of a known kind: the kind, and whether its handler succeeded.
-TimerCount = Callable[[str, bool], None]
 
 
 @dataclass(frozen=True)
@@ -66,10 +64,13 @@ def default_name() -> str:
 
 
 class Runner:
+    """Runs ``consumers`` and ``timer_handlers``; ``read_elsewhere`` names the groups of the
+    feed's other readers (the webhook deliveries), whose entries the trimming keeps too."""
+
     def __init__(self, feed: Feed, timers: Timers, consumers: list[Consumer],
                  timer_handlers: dict[str, TimerHandler], settings: RunnerSettings = RunnerSettings(),
                  name: str | None = None, clock: Callable[[], float] = time.time,
-                 count_timer: TimerCount | None = None) -> None:
+                 count_timer: TimerCount | None = None, read_elsewhere: tuple[str, ...] = ()) -> None:
         self.feed = feed
         self.timers = timers
         self.consumers = list(consumers)
@@ -78,6 +79,7 @@ class Runner:
         self.name = name or default_name()
         self._clock = clock
         self._count_timer = count_timer or (lambda kind, handled: None)
+        self._read_elsewhere = read_elsewhere
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
         self._started = False
@@ -85,7 +87,8 @@ class Runner:
 
     @property
     def groups(self) -> tuple[str, ...]:
-        return tuple(consumer.group for consumer in self.consumers)
+        """Every group the feed is kept for."""
+        return (*(consumer.group for consumer in self.consumers), *self._read_elsewhere)
 
     def start(self) -> Runner:
         """Start the loops (once; later calls do nothing)."""

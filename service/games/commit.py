@@ -154,8 +154,7 @@ def effects_of(ctx: Context, game_id: str, after: Record, events: list[rules.Eve
         tombstone_ttl=ctx.settings.tombstone_ttl_seconds,
         timed=match.rules.turn_seconds is not None,
         deadline=deadline_of(match),
-        outbox=notices.outbox(announced, after),
-        feed=notices.feed(announced, ctx.scope_of(after.owner)),
+        feed=notices.feed(announced, ctx.scope_of(after.owner), after.callback_url),
         **index_and_reply,
     )
 

@@ -17,7 +17,7 @@ from service.games.commit import deadline_of, effects_of
 from service.games.context import Context
 from service.games.errors import NotAllowed, TooMany, Unauthorized, Unprocessable
 from service.games.record import Record, Seat
-from service.store.base import Claim, GameMissing, OutboxEntry
+from service.store.base import Claim, GameMissing
 from service.store.feed import FeedEntry
 from service.games.seeds import new_server_seed
 from service.tokens import hash_token
@@ -145,7 +145,7 @@ class Seating:
 
 
 def create_seated(ctx: Context, game_id: str, seating: Seating, claims: tuple[Claim, ...],
-                  feed: tuple[FeedEntry, ...] = (), outbox: tuple[OutboxEntry, ...] = ()) -> Record:
+                  feed: tuple[FeedEntry, ...] = ()) -> Record:
     """Create the match of ``seating`` under ``game_id`` together with its claims, or find it
     made already (the same id is derived by whoever pairs the same tickets). Each person's token
     is ``seat_token(ctx, game_id, label, seat)``. Raises ClaimLost (a claim no longer holds:
@@ -158,7 +158,7 @@ def create_seated(ctx: Context, game_id: str, seating: Seating, claims: tuple[Cl
                        seat.external_id, seat.metadata) for n, seat in enumerate(seating.seats))
     record, events = started(ctx, Record(match, seats, seating.owner, None, seating.callback_url,
                                          created_at_ms=int(now * 1000), rated=seating.rated), events, now)
-    found = store_new(ctx, game_id, record, events, claims=claims, feed=feed, outbox=outbox)
+    found = store_new(ctx, game_id, record, events, claims=claims, feed=feed)
     if found is None:
         ctx.metrics.record_game_created(seating.variant)
         return record
@@ -210,16 +210,16 @@ def started(ctx: Context, record: Record, events: list[rules.Event],
 
 
 def store_new(ctx: Context, game_id: str, record: Record, events: list[rules.Event],
-              fingerprint: str = "", claims: tuple[Claim, ...] = (), feed: tuple[FeedEntry, ...] = (),
-              outbox: tuple[OutboxEntry, ...] = ()) -> tuple[Record, str] | None:
-    """Store a ``started`` match under ``game_id`` (taking ``claims``, and appending ``feed`` and
-    ``outbox`` entries of others' besides its own).
+              fingerprint: str = "", claims: tuple[Claim, ...] = (),
+              feed: tuple[FeedEntry, ...] = ()) -> tuple[Record, str] | None:
+    """Store a ``started`` match under ``game_id`` (taking ``claims``, and appending ``feed``
+    entries of others' besides its own).
 
     Returns None when it was stored, or (the record already there, its fingerprint)."""
     effects = effects_of(ctx, game_id, record, events, None, unstarted_ttl(ctx, record.match),
                          at=record.created_at_ms / 1000, index_add=tuple(record.players()))
-    if claims or feed or outbox:
-        effects = replace(effects, claims=claims, feed=effects.feed + feed, outbox=effects.outbox + outbox)
+    if claims or feed:
+        effects = replace(effects, claims=claims, feed=effects.feed + feed)
     found = ctx.store.create(game_id, record.dump(), record.match.version, effects, fingerprint, record.created_at_ms)
     if found is None:
         return None

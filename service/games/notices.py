@@ -1,6 +1,5 @@
-"""The notices a change of a game produces: webhook deliveries for the outbox of its save, and
-the same payloads as entries of the feed (the internal event stream, read by the ratings and
-the API keys' streams).
+"""The notices a change of a game produces, as entries of the feed of its save (the internal
+event stream, read by the webhook deliveries, the ratings and the API keys' streams).
 
 Four types: ``turn`` (a person is to act), ``hand_over`` (a hand's result), ``match_over`` (the
 match's result: played out, resigned or aborted) and ``timeout`` (a person's deadline passed).
@@ -16,8 +15,7 @@ from enum import Enum
 
 from service import rules
 from service.games.record import Record
-from service.store.base import OutboxEntry
-from service.store.feed import FeedEntry
+from service.store.feed import NO_OWNER, FeedEntry
 
 
 class Notice(str, Enum):
@@ -36,20 +34,15 @@ def turn_mark(match: rules.Match) -> TurnMark:
     return None if match.hand is None else (match.hand.number, match.hand.turn)
 
 
-def outbox(notices: list[Notified], record: Record) -> tuple[OutboxEntry, ...]:
-    """The webhook deliveries of a change's notices (none without a callback URL)."""
-    if record.callback_url is None:
+def feed(notices: list[Notified], scope: str | None, callback_url: str | None) -> tuple[FeedEntry, ...]:
+    """The feed entries of a change's notices, for the API key ``scope`` and delivered to
+    ``callback_url``; none when neither is set (nobody would read them: the match has no key to
+    stream to, is not rated and has no webhook)."""
+    if scope is None and callback_url is None:
         return ()
-    return tuple(OutboxEntry(notice.id, record.callback_url, notice.body, notice.subject, notice.type)
+    owner = NO_OWNER if scope is None else scope
+    return tuple(FeedEntry(notice.id, "game", notice.subject, notice.type, owner, notice.body, callback_url or "")
                  for notice in notices)
-
-
-def feed(notices: list[Notified], scope: str | None) -> tuple[FeedEntry, ...]:
-    """The feed entries of a change's notices, for the API key ``scope`` (None: nobody reads
-    them: the match has no key to stream to and is not rated)."""
-    if scope is None:
-        return ()
-    return tuple(FeedEntry(notice.id, "game", notice.subject, notice.type, scope, notice.body) for notice in notices)
 
 
 @dataclass(frozen=True)

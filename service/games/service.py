@@ -112,8 +112,7 @@ class GameService:
         record = parsed(loaded)
         announced = notices.rating_changed(game_id, record, changes, self.ctx.now())
         self.ctx.store.note_ratings(game_id, json.dumps(changes, separators=(",", ":")),
-                                    notices.outbox(announced, record),
-                                    notices.feed(announced, self.ctx.scope_of(record.owner)))
+                                    notices.feed(announced, self.ctx.scope_of(record.owner), record.callback_url))
 
     def shown(self, game_id: str, record: Record, viewer: int | None, present: Set[int]) -> dict:
         """The view of ``record`` for ``viewer``, with each seat's presence now."""

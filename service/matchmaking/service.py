@@ -27,7 +27,7 @@ from service.games.errors import Unprocessable
 from service.matchmaking.errors import LimitReached, Missing, StateConflict
 from service.matchmaking.pairing import GapSettings, Waiting, bot_level_for, groups_to_match, next_change
 from service.ratings.glicko2 import Rating, Settings as GlickoSettings
-from service.store.base import Claim, ClaimLost, OutboxEntry
+from service.store.base import Claim, ClaimLost
 from service.store.feed import FeedEntry
 from service.store.matchmaking import (AlreadyOpen, KeyReused, Player, RetryKey, Ticket, TicketStatus, TicketStore,
                                        TooManyOpen, queue_id, queue_shard)
@@ -215,17 +215,16 @@ class QuickPlay:
         owner = None if first.scope == "-" else first.scope
         callback = next((t.callback_url for t in tickets if t.callback_url), None)
         seating = Seating(first.variant, seats, first.rules, owner, first.rated, callback, TOKEN_LABEL)
-        claims, feed, outbox = [], [], []
+        claims, feed = [], []
         for seat, ticket in enumerate(tickets):
             after = replace(ticket, status=TicketStatus.MATCHED, game_id=game_id, seat=seat,
                             version=ticket.version + 1)
             claims.append(Claim("ticket", ticket.id, ticket.version, TicketStatus.WAITING, TicketStatus.MATCHED,
                                 after.dump(), ticket.queue, Timer("ticket", ticket.id).member))
             body = self._matched_body(after)
-            feed.append(FeedEntry(f"tm_{ticket.id}", "ticket", ticket.id, TICKET_MATCHED, ticket.scope, body))
-            if ticket.callback_url:
-                outbox.append(OutboxEntry(f"tm_{ticket.id}", ticket.callback_url, body, game_id, TICKET_MATCHED))
-        create_seated(self.ctx, game_id, seating, tuple(claims), tuple(feed), tuple(outbox))
+            feed.append(FeedEntry(f"tm_{ticket.id}", "ticket", ticket.id, TICKET_MATCHED, ticket.scope, body,
+                                  ticket.callback_url or ""))
+        create_seated(self.ctx, game_id, seating, tuple(claims), tuple(feed))
         for ticket in tickets:
             self._tickets().release_player(ticket)
 

@@ -43,8 +43,8 @@ class RatingsApplier:
         self._settings = settings
 
     def apply(self, entry: FeedEntry) -> None:
-        if entry.type != "match_over":
-            return
+        if entry.type != "match_over" or not entry.owned:
+            return  # a rated match always has its players' scope
         payload = entry.payload()
         data = payload["data"]
         if not data.get("rated") or data.get("status") != "finished":

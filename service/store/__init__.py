@@ -5,7 +5,7 @@ import logging
 from typing import Any
 from urllib.parse import urlsplit
 
-from service.store.base import Effects, GameExpired, GameMissing, GameStore, IdempotentResponse, IndexList, Loaded, OutboxEntry, VersionConflict
+from service.store.base import Effects, GameExpired, GameMissing, GameStore, IdempotentResponse, IndexList, Loaded, VersionConflict
 from service.store.errors import StoreError, StoreFull
 from service.store.memory import MemoryStore
 from service.store.redis_client import SCHEMES as REDIS_SCHEMES
@@ -20,7 +20,6 @@ __all__ = [
     "IndexList",
     "Loaded",
     "MemoryStore",
-    "OutboxEntry",
     "RedisStore",
     "StoreError",
     "StoreFull",

@@ -2,9 +2,9 @@
 
 A stored game is an opaque state text plus an integer version. Every change is one atomic
 compare-and-set on that version that also appends the change's events, records the response
-under an idempotency key, appends webhook deliveries to the outbox, sets the turn
-deadline's timer, moves the game within the player index and refreshes the tombstone: a change
-happens with all of its effects or not at all. Implementations: ``memory.py`` (one process)
+under an idempotency key, appends its entries to the feed (webhook deliveries among them),
+sets the turn deadline's timer, moves the game within the player index and refreshes the
+tombstone: a change happens with all of its effects or not at all. Implementations: ``memory.py`` (one process)
 and ``redis.py`` (one server or a cluster).
 """
 from __future__ import annotations
@@ -75,20 +75,6 @@ class IdempotentResponse:
 
 
 @dataclass(frozen=True)
-class OutboxEntry:
-    """A webhook delivery for the worker: sent to ``url`` as ``body``, exactly."""
-
-    id: str
-    url: str
-    body: str
-    game: str
-    type: str
-
-    def fields(self) -> list[str]:
-        return ["id", self.id, "url", self.url, "body", self.body, "game", self.game, "type", self.type]
-
-
-@dataclass(frozen=True)
 class Claim:
     """A ticket or invite that a new game takes (``kind`` "ticket" or "invite", its ``id``): it
     must still be at ``version`` with status ``expect``; it then becomes ``data`` (its new text,
@@ -117,11 +103,12 @@ class Effects:
     lives ``tombstone_ttl`` seconds longer and says when it expired. ``timed``: the game has
     turn deadlines; then ``deadline`` (epoch seconds, None: none now) replaces its timer (kind
     ``deadline``, service/store/timers.py).
-    ``outbox``: webhook deliveries. ``index_add``: players (their index ids) whose active list
+    ``index_add``: players (their index ids) whose active list
     gets the game now; ``index_finish``: players whose lists move the game from active to finished;
     ``index_keep``: players whose lists hold the game, kept at least as long as its tombstone
     (a save of a match played over weeks must not let its players' lists expire under it).
-    ``feed``: entries for the internal event stream of the game's shard (service/store/feed.py).
+    ``feed``: entries for the internal event stream of the game's shard (service/store/feed.py),
+    webhook deliveries among them.
     """
 
     events: tuple[str, ...]
@@ -130,7 +117,6 @@ class Effects:
     tombstone_ttl: int
     timed: bool = False
     deadline: float | None = None
-    outbox: tuple[OutboxEntry, ...] = ()
     index_add: tuple[str, ...] = ()
     index_finish: tuple[str, ...] = ()
     index_keep: tuple[str, ...] = ()
@@ -202,8 +188,7 @@ class GameStore(abc.ABC):
         Raises VersionConflict, GameExpired, GameMissing, StoreFull (nothing written), StoreError."""
 
     @abc.abstractmethod
-    def note_ratings(self, game_id: str, changes: str, outbox: tuple[OutboxEntry, ...],
-                     feed: tuple[FeedEntry, ...]) -> bool:
+    def note_ratings(self, game_id: str, changes: str, feed: tuple[FeedEntry, ...]) -> bool:
         """Keep a finished rated match's rating changes with it and, in the same step, append
         their announcements; once only: False (nothing done) when the match already has its
         changes or is gone. Raises StoreFull, StoreError."""

@@ -2,12 +2,13 @@
 
 A save that changes a match (or a ticket) appends typed entries to its shard's feed in the
 same atomic step as the change itself (``Effects.feed``), so an entry exists if and only if
-the change does. Each consumer (the ratings, the API keys' streams, ...) reads the feed in a
-group of its own: every group sees every entry, and within a group each entry goes to one
-reader until it is acknowledged. A reader that dies leaves its entries pending; another takes
-them over after a lease (``claim_stale``). Consumers apply what they read idempotently (keyed
-by the entry's ``id``), so an entry read twice changes nothing the second time: together this
-is exactly once.
+the change does. Each consumer reads the feed in a group of its own: every group sees every
+entry, and within a group each entry goes to one reader until it is acknowledged. A reader
+that dies leaves its entries pending; another takes them over after a lease
+(``claim_stale``). The ratings and the API keys' streams apply what they read idempotently
+(keyed by the entry's ``id``), so an entry read twice changes nothing the second time:
+together this is exactly once. The webhook deliveries (service/webhooks, group ``delivery``)
+read the same entries on Redis; a receiver may get one twice and drops it by its id.
 
 Entries stay until every group has acknowledged them (``trim``), and at most
 ``FEED_MAX_LENGTH`` per shard are kept whatever happens, so a consumer that never runs
@@ -20,10 +21,19 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+# The group in which the worker reads the feed for webhooks (service/webhooks): the only group
+# the game store must know of (RedisStore makes sure it exists before writing a webhook).
+DELIVERY_GROUP = "delivery"
 # Entries kept per shard at most (the oldest go first, approximately): a bound on what a
 # stopped consumer lets pile up.
 FEED_MAX_LENGTH = 100_000
 ENTRY_FIELDS = ("id", "kind", "subject", "type", "owner", "body")
+# Written by every save since webhooks are delivered from the feed; an entry of an older
+# version has none (nothing to deliver).
+URL_FIELD = "url"
+# The owner of an entry that only a webhook wants (its match has no key to stream to and is
+# not rated): the other consumers skip it.
+NO_OWNER = ""
 
 
 class MalformedFeedEntry(ValueError):
@@ -33,9 +43,11 @@ class MalformedFeedEntry(ValueError):
 @dataclass(frozen=True)
 class FeedEntry:
     """One thing that happened: ``type`` of the ``kind`` (game, ticket) ``subject`` (its id),
-    for the API key ``owner`` (its key id; ``-``: created without a key), with ``body`` the
-    JSON text of its payload (the webhook body of that event). ``id`` is stable: the same event
-    always has the same id, and consumers de-duplicate on it."""
+    for the API key ``owner`` (its key id; ``-``: created without a key on the embedded store;
+    ``NO_OWNER``: nobody's), with ``body`` the JSON text of its payload (the webhook body of
+    that event), to be delivered to ``url`` (the integrator's callback URL; empty: none).
+    ``id`` is stable: the same event always has the same id, and consumers de-duplicate on it
+    (it is the webhook-id of its delivery)."""
 
     id: str
     kind: str
@@ -43,9 +55,11 @@ class FeedEntry:
     type: str
     owner: str
     body: str
+    url: str = ""
 
     def fields(self) -> list[str]:
-        return [value for name in ENTRY_FIELDS for value in (name, getattr(self, name))]
+        """Field names and values, as a stream entry holds them (always all seven)."""
+        return [value for name in (*ENTRY_FIELDS, URL_FIELD) for value in (name, getattr(self, name))]
 
     @classmethod
     def from_fields(cls, fields: dict[str, str]) -> FeedEntry:
@@ -53,7 +67,13 @@ class FeedEntry:
         missing = [name for name in ENTRY_FIELDS if not isinstance(fields.get(name), str)]
         if missing:
             raise MalformedFeedEntry(f"feed entry without {', '.join(missing)}")
-        return cls(*(fields[name] for name in ENTRY_FIELDS))
+        url = fields.get(URL_FIELD, "")
+        return cls(*(fields[name] for name in ENTRY_FIELDS), url=url if isinstance(url, str) else "")
+
+    @property
+    def owned(self) -> bool:
+        """Whether the entry belongs to a key's players (else only its webhook wants it)."""
+        return self.owner != NO_OWNER
 
     def payload(self) -> dict:
         return json.loads(self.body)

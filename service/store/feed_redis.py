@@ -23,6 +23,18 @@ def feed_key(prefix: str, shard: int) -> str:
     return f"{shard_prefix(prefix, shard)}:feed"
 
 
+def create_group(client: Redis | RedisCluster, key: str, group: str) -> None:
+    """Make consumer group ``group`` of stream ``key`` (and the stream) unless it exists.
+
+    From id 0: a group made after entries arrived still sees those not trimmed, and nothing is
+    trimmed before every known group exists. Raises redis-py's errors."""
+    try:
+        client.xgroup_create(key, group, id="0", mkstream=True)
+    except ResponseError as error:
+        if "BUSYGROUP" not in str(error):
+            raise
+
+
 class RedisFeed(Feed):
     """The feed of every shard on one client (a single Redis or a cluster)."""
 
@@ -144,13 +156,7 @@ class RedisFeed(Feed):
 
     def _ensure_all(self, groups: tuple[str, ...], shard: int) -> None:
         for group in groups:
-            try:
-                # From id 0: a group made after entries arrived still sees those not trimmed,
-                # and nothing is trimmed before every known group exists.
-                self._client.xgroup_create(self._keys[shard], group, id="0", mkstream=True)
-            except ResponseError as error:
-                if "BUSYGROUP" not in str(error):
-                    raise
+            create_group(self._client, self._keys[shard], group)
             self._ready.add((group, shard))
 
     def _reads(self, group: str, shard: int, found) -> list[Read]:

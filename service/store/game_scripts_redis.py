@@ -10,16 +10,13 @@ from service.store import notify
 from service.store.feed import FEED_MAX_LENGTH
 from service.store.timers import DEADLINE_TIMER, Timer
 
-# Undelivered webhooks kept per shard: a bound on what a stopped worker lets pile up (the
-# oldest go first, approximately; Redis trims whole nodes of the stream).
-OUTBOX_MAX_LENGTH = 50000
 _DEADLINE_MEMBER = Timer(DEADLINE_TIMER, "").member
 
-# Shared by both scripts: append events (trimming the oldest beyond the maximum), webhook
-# deliveries, feed entries and the turn deadline's timer (KEYS[4], the shard's timers, member
-# ``deadline|<game id>``); ARGV[i] is the count of events, then the events,
-# then the count of outbox entries and their fields (5 pairs each), then the count of feed
-# entries and their fields (6 pairs each). KEYS[6] is the shard's feed. Returns nothing.
+# Shared by both scripts: append events (trimming the oldest beyond the maximum), feed entries
+# (webhook deliveries among them) and the turn deadline's timer (KEYS[4], the shard's timers,
+# member ``deadline|<game id>``); ARGV[i] is the count of events, then the events, then the
+# count of feed entries and their fields (7 pairs each). KEYS[5] is the shard's feed. Returns
+# nothing.
 _EFFECTS_LUA = """
 -- A key lives at least ``seconds`` more (a longer life it already has is kept).
 local function keep_at_least(key, seconds)
@@ -29,20 +26,11 @@ local function keep_at_least(key, seconds)
   end
 end
 
--- Append the webhook deliveries and the feed entries found from ARGV[i] on: the count of
--- outbox entries and their fields (5 pairs each), then the count of feed entries and theirs
--- (6 pairs each).
-local function announce(i, outbox, feed)
-  local entries = tonumber(ARGV[i])
-  for e = 0, entries - 1 do
-    local at = i + 1 + e * 10
-    redis.call('XADD', outbox, 'MAXLEN', '~', %d, '*', unpack(ARGV, at, at + 9))
-  end
-  i = i + entries * 10 + 1
-  local fed = tonumber(ARGV[i])
-  for e = 0, fed - 1 do
-    local at = i + 1 + e * 12
-    redis.call('XADD', feed, 'MAXLEN', '~', %d, '*', unpack(ARGV, at, at + 11))
+-- Append the feed entries found from ARGV[i] on: their count, then their fields (7 pairs each).
+local function announce(i, feed)
+  for e = 0, tonumber(ARGV[i]) - 1 do
+    local at = i + 1 + e * 14
+    redis.call('XADD', feed, 'MAXLEN', '~', %d, '*', unpack(ARGV, at, at + 13))
   end
 end
 
@@ -57,7 +45,7 @@ local function effects(i, ttl, game, deadline, max_events, channel, event_count)
     end
   end
   redis.call('EXPIRE', KEYS[2], ttl)
-  announce(i + n + 1, KEYS[5], KEYS[6])
+  announce(i + n + 1, KEYS[5])
   if deadline == '-' then
     redis.call('ZREM', KEYS[4], '%s' .. game)
   elseif deadline ~= '' then
@@ -65,9 +53,9 @@ local function effects(i, ttl, game, deadline, max_events, channel, event_count)
   end
   redis.call('SPUBLISH', channel, event_count)
 end
-""" % (OUTBOX_MAX_LENGTH, FEED_MAX_LENGTH, _DEADLINE_MEMBER, _DEADLINE_MEMBER)
+""" % (FEED_MAX_LENGTH, _DEADLINE_MEMBER, _DEADLINE_MEMBER)
 
-# KEYS: state, events, tombstone, timers, outbox, feed, then each claim's hash and queue (the
+# KEYS: state, events, tombstone, timers, feed, then each claim's hash and queue (the
 #       hash again when it has none), then the index keys.
 # ARGV: 1 the claims (JSON: per claim v version, e expected status, s new status, d new data,
 #       c its channel, m its member in its queue, t its timer member or ''), 2 the number of
@@ -81,7 +69,7 @@ if found[1] then return found end
 local claims = cjson.decode(ARGV[1])
 local claimed = tonumber(ARGV[2])
 for c = 1, claimed do
-  local held = redis.call('HMGET', KEYS[5 + c * 2], 's', 'v')
+  local held = redis.call('HMGET', KEYS[4 + c * 2], 's', 'v')
   if held[1] ~= claims[c].e or tonumber(held[2]) ~= claims[c].v then return 'lost' end
 end
 -- a list left over from an expired game with this id must not leak into the new one
@@ -90,14 +78,14 @@ local ttl = tonumber(ARGV[5])
 redis.call('HSET', KEYS[1], 'v', ARGV[3], 's', ARGV[4], 'f', ARGV[8], 'o', 0)
 redis.call('EXPIRE', KEYS[1], ttl)
 redis.call('SET', KEYS[3], ARGV[7], 'EX', ttl + tonumber(ARGV[6]))
-for k = 7 + claimed * 2, #KEYS do
+for k = 6 + claimed * 2, #KEYS do
   redis.call('ZADD', KEYS[k], ARGV[11], ARGV[9])
   keep_at_least(KEYS[k], ttl + tonumber(ARGV[6]))
 end
 for c = 1, claimed do
   local claim = claims[c]
-  redis.call('HSET', KEYS[5 + c * 2], 's', claim.s, 'v', claim.v + 1, 'd', claim.d)
-  if KEYS[6 + c * 2] ~= KEYS[5 + c * 2] then redis.call('ZREM', KEYS[6 + c * 2], claim.m) end
+  redis.call('HSET', KEYS[4 + c * 2], 's', claim.s, 'v', claim.v + 1, 'd', claim.d)
+  if KEYS[5 + c * 2] ~= KEYS[4 + c * 2] then redis.call('ZREM', KEYS[5 + c * 2], claim.m) end
   if claim.t ~= '' then redis.call('ZREM', KEYS[4], claim.t) end
   redis.call('SPUBLISH', claim.c, claim.v + 1)
 end
@@ -105,7 +93,7 @@ effects(15, ttl, ARGV[9], ARGV[10], tonumber(ARGV[14]), ARGV[12], ARGV[13])
 return false
 """
 
-# KEYS: state, events, tombstone, timers, outbox, feed, reply, then the (active, finished) index pairs
+# KEYS: state, events, tombstone, timers, feed, reply, then the (active, finished) index pairs
 #       of the game's players: kept as long as the game's tombstone.
 # ARGV: 1 expected version, 2 version, 3 state, 4 ttl, 5 tombstone ttl, 6 expires at,
 #       7 game id, 8 deadline, 9 channel, 10 event count, 11 max events, 12 reply ttl
@@ -118,9 +106,9 @@ local ttl = tonumber(ARGV[4])
 redis.call('HSET', KEYS[1], 'v', ARGV[2], 's', ARGV[3])
 redis.call('EXPIRE', KEYS[1], ttl)
 redis.call('SET', KEYS[3], ARGV[6], 'EX', ttl + tonumber(ARGV[5]))
-if ARGV[12] ~= '0' then redis.call('SET', KEYS[7], ARGV[13], 'EX', ARGV[12]) end
+if ARGV[12] ~= '0' then redis.call('SET', KEYS[6], ARGV[13], 'EX', ARGV[12]) end
 local kept = ttl + tonumber(ARGV[5])
-for k = 8, #KEYS, 2 do
+for k = 7, #KEYS, 2 do
   if ARGV[14] == '1' then
     local score = redis.call('ZSCORE', KEYS[k], ARGV[7])
     if score then
@@ -189,13 +177,13 @@ return {offset, found, archived}
 """
 
 
-# KEYS: state, outbox, feed. ARGV: 1 the changes, 2 count of outbox entries and their fields (5
-# pairs each), then the count of feed entries and theirs (6 pairs each).
+# KEYS: state, feed. ARGV: 1 the changes, 2 the count of feed entries, then their fields (7
+# pairs each).
 # The changes are kept once (HSETNX) and announced only by the call that kept them.
 NOTE_RATINGS_LUA = "#!lua\n" + _EFFECTS_LUA + """
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 if redis.call('HSETNX', KEYS[1], 'r', ARGV[1]) == 0 then return 0 end
-announce(2, KEYS[2], KEYS[3])
+announce(2, KEYS[2])
 return 1
 """
 

@@ -6,8 +6,8 @@ game such as its analysis, c:<name> = who is computing it), ``:e`` (events), ``:
 ``:i:<sha256>`` (idempotent responses), ``:o`` (hash: the presence marks of the processes
 holding a stream or long-poll of a seat, ``<process>:<seat>``), and the shard channel ``:n``
 (SPUBLISH of the event count after every write, and of ``p`` after a presence mark). Per
-shard, under ``{s<k>}``: ``:outbox`` (webhook deliveries), ``:feed`` (the internal event
-stream, service/store/feed.py), ``:timers`` (service/store/timers.py: a game's turn deadline
+shard, under ``{s<k>}``: ``:feed`` (the internal event stream, webhook deliveries among
+its entries: service/store/feed.py), ``:timers`` (service/store/timers.py: a game's turn deadline
 is one), ``:p:<player>:active|finished`` (the player index).
 Keys of a game and of its shard share a slot, so one script may write both.
 """
@@ -26,7 +26,6 @@ class GameKeys:
     tombstone: str
     channel: str
     timers: str
-    outbox: str
     feed: str
     prefix: str  # of this game's idempotent responses
     presence: str
@@ -44,7 +43,7 @@ def game_keys(prefix: str, game_id: str) -> GameKeys:
     tag = f"{prefix}{{{game_id}}}"
     shard_tag = shard_prefix(prefix, shard)
     return GameKeys(f"{tag}:s", f"{tag}:e", f"{tag}:x", f"{tag}:n", timers_key(prefix, shard),
-                    f"{shard_tag}:outbox", f"{shard_tag}:feed", f"{tag}:i:", f"{tag}:o")
+                    f"{shard_tag}:feed", f"{tag}:i:", f"{tag}:o")
 
 
 def shard_prefix(prefix: str, shard: int) -> str:

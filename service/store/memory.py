@@ -3,14 +3,12 @@
 It keeps the same promises as the Redis store (compare-and-set, TTLs and tombstones,
 idempotent responses, the player index, deadlines, bounded event logs) so tests and
 single-process runs behave like production, but nothing is shared between processes and
-everything is lost on exit. Webhook deliveries are kept (bounded) for inspection only: no
-worker can reach this process's memory.
+everything is lost on exit.
 """
 from __future__ import annotations
 
 import threading
 import time
-from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -34,7 +32,6 @@ from service.store.base import (
     GameStore,
     IndexList,
     Loaded,
-    OutboxEntry,
     VersionConflict,
     Wake,
 )
@@ -42,7 +39,6 @@ from service.store.base import (
 # Expired entries are dropped when touched; a full sweep at most this often (seconds)
 # also frees the ones nobody asks for again, without making every write O(games).
 SWEEP_INTERVAL = 60.0
-OUTBOX_KEPT = 1000
 # What the embedded store's key streams keep (a process's life is shorter than that anyway).
 KEY_STREAM_RETENTION_SECONDS = 90000
 
@@ -84,7 +80,6 @@ class MemoryStore(GameStore):
         self._players: dict[str, _Player] = {}
         self._counters: dict[str, _Expiring] = {}
         self._secret: str | None = None
-        self.outbox: deque[OutboxEntry] = deque(maxlen=OUTBOX_KEPT)
         # What the in-process background loop serves (service/background/in_process.py).
         self.activity = Activity()
         self.feed = MemoryFeed(activity=self.activity)
@@ -132,15 +127,13 @@ class MemoryStore(GameStore):
             seats = frozenset(self._present.get(game_id, ())) if present else None
             return Loaded(game.state, game.version, replay, game.fingerprint, game.ratings, seats)
 
-    def note_ratings(self, game_id: str, changes: str, outbox: tuple[OutboxEntry, ...],
-                     feed: tuple[FeedEntry, ...]) -> bool:
+    def note_ratings(self, game_id: str, changes: str, feed: tuple[FeedEntry, ...]) -> bool:
         """Keep the changes once, and append their announcements with them."""
         with self._changed:
             game = self._live_game(game_id, time.monotonic())
             if game is None or game.ratings is not None:
                 return False
             game.ratings = changes
-            self.outbox.extend(outbox)
             self.feed.append(0, feed)
             return True
 
@@ -170,7 +163,6 @@ class MemoryStore(GameStore):
             game.trimmed += excess
         self._tombstones[game_id] = _Expiring(iso_time(time.time() + effects.ttl),
                                               now + effects.ttl + effects.tombstone_ttl)
-        self.outbox.extend(effects.outbox)
         self.feed.append(0, effects.feed)
         if effects.timed:
             if effects.deadline is None:

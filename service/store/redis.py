@@ -2,7 +2,7 @@
 
 Keys are named in ``keys.py``: a game's keys share the hash tag ``{<game id>}``, and game ids
 are drawn so that the slot of that tag is the slot of the game's shard (``{s<k>}``, the
-outbox, the feed, timers and player index). Each script (game_scripts_redis.py) therefore
+feed, timers and player index). Each script (game_scripts_redis.py) therefore
 touches a single slot, and the same code runs on a single server and on Redis Cluster.
 
 ``load``, ``events`` and every write are one round trip each; a finished game's events are then
@@ -41,7 +41,8 @@ from redis.exceptions import NoScriptError, RedisClusterException, RedisError
 from service import ids
 from service.rules.match import iso_time
 from service.store import archive, notify, player_index_redis, quotas_redis, server_secret_redis
-from service.store.feed import FeedEntry
+from service.store.feed import DELIVERY_GROUP, FeedEntry
+from service.store.feed_redis import create_group
 from service.store.base import (
     Claim,
     ClaimLost,
@@ -52,7 +53,6 @@ from service.store.base import (
     GameStore,
     IndexList,
     Loaded,
-    OutboxEntry,
     VersionConflict,
 )
 from service.store.game_scripts_redis import (ARCHIVE_LUA, CLAIM_LUA, CREATE_LUA, EVENTS_LUA, KEEP_LUA,
@@ -116,9 +116,11 @@ class _ReloadingScript(Script):
 
 
 def _effects_args(effects: Effects) -> list[Any]:
-    outbox = [value for entry in effects.outbox for value in entry.fields()]
-    feed = [value for entry in effects.feed for value in entry.fields()]
-    return [len(effects.events), *effects.events, len(effects.outbox), *outbox, len(effects.feed), *feed]
+    return [len(effects.events), *effects.events, *_feed_args(effects.feed)]
+
+
+def _feed_args(feed: tuple[FeedEntry, ...]) -> list[str | int]:
+    return [len(feed), *(value for entry in feed for value in entry.fields())]
 
 
 def _deadline_arg(effects: Effects) -> str:
@@ -154,6 +156,7 @@ class RedisStore(GameStore):
         self._lock = threading.Lock()
         self._built: _Connection | None = None
         self._marks: set[tuple[str, int]] = set()  # the presence marks this process holds
+        self._delivered_shards: set[int] = set()  # whose feed has the deliveries' group (_ready_to_deliver)
         self._liveness = Liveness(lambda: self._connection().client, prefix + PROCESSES_KEY,
                                   lambda: bool(self._marks), self._follows_presence, self._wake_presence,
                                   lambda older_than: self._seat_holds().renew(older_than))
@@ -169,12 +172,13 @@ class RedisStore(GameStore):
         shard = ids.shard_of(game_id)
         index = [index_key(self._prefix, shard, player, IndexList.ACTIVE.value) for player in effects.index_add]
         claim_keys, claims = self._claims(effects.claims)
+        self._ready_to_deliver(game_id, keys, effects.feed)
         args = [json.dumps(claims) if claims else "[]", len(claims), version, state, effects.ttl,
                 effects.tombstone_ttl, _expiry(effects.ttl), fingerprint, game_id, _deadline_arg(effects),
                 created_at_ms, keys.channel, _event_count(effects), self._max_events, *_effects_args(effects)]
         with store_errors():
             found = self._connection().create(
-                keys=[keys.state, keys.events, keys.tombstone, keys.timers, keys.outbox, keys.feed, *claim_keys,
+                keys=[keys.state, keys.events, keys.tombstone, keys.timers, keys.feed, *claim_keys,
                       *index], args=args)
         if found is None:
             return None
@@ -202,15 +206,13 @@ class RedisStore(GameStore):
             self._missing(keys)
         return Loaded(state, int(version), rest[0] if rest else None, fingerprint or "", ratings, seats)
 
-    def note_ratings(self, game_id: str, changes: str, outbox: tuple[OutboxEntry, ...],
-                     feed: tuple[FeedEntry, ...]) -> bool:
+    def note_ratings(self, game_id: str, changes: str, feed: tuple[FeedEntry, ...]) -> bool:
         """HSETNX the changes and append their announcements, in one round trip. Raises StoreFull,
         StoreError."""
         keys = self._keys(game_id)
-        args = [changes, len(outbox), *(value for entry in outbox for value in entry.fields()),
-                len(feed), *(value for entry in feed for value in entry.fields())]
+        self._ready_to_deliver(game_id, keys, feed)
         with store_errors():
-            return bool(self._connection().note_ratings(keys=[keys.state, keys.outbox, keys.feed], args=args))
+            return bool(self._connection().note_ratings(keys=[keys.state, keys.feed], args=[changes, *_feed_args(feed)]))
 
     def save(self, game_id: str, expected_version: int, state: str, version: int, effects: Effects) -> None:
         """Replace the game iff at ``expected_version``, with every effect, in one round trip.
@@ -218,6 +220,7 @@ class RedisStore(GameStore):
         Raises VersionConflict, GameExpired, GameMissing, StoreFull, StoreError."""
         keys = self._keys(game_id)
         shard = ids.shard_of(game_id)
+        self._ready_to_deliver(game_id, keys, effects.feed)
         reply_key, reply = keys.prefix + "-", [0, ""]
         if effects.reply is not None:
             reply_key, reply = keys.reply(effects.reply.key), [effects.reply.ttl, effects.reply.response]
@@ -229,12 +232,25 @@ class RedisStore(GameStore):
                 *reply, "1" if effects.index_finish else "0", *_effects_args(effects)]
         with store_errors():
             outcome = self._connection().save(
-                keys=[keys.state, keys.events, keys.tombstone, keys.timers, keys.outbox, keys.feed, reply_key,
+                keys=[keys.state, keys.events, keys.tombstone, keys.timers, keys.feed, reply_key,
                       *index], args=args)
         if outcome == "missing":
             self._missing(keys)
         if outcome == "conflict":
             raise VersionConflict(f"game {game_id} is no longer at version {expected_version}")
+
+    def _ready_to_deliver(self, game_id: str, keys: GameKeys, feed: tuple[FeedEntry, ...]) -> None:
+        """Before this process first writes a webhook to a shard's feed: the worker's group
+        ``delivery`` exists there. A background runner of an earlier version trims what the
+        groups that exist are done with, so without it a webhook could be dropped before a
+        worker of this version read it, when the API is rolled out before the workers. One
+        round trip per shard and process. Raises StoreError."""
+        shard = ids.shard_of(game_id)
+        if shard in self._delivered_shards or not any(entry.url for entry in feed):
+            return
+        with store_errors():
+            create_group(self._connection().client, keys.feed, DELIVERY_GROUP)
+        self._delivered_shards.add(shard)
 
     def events(self, game_id: str, after: int) -> list[str]:
         """Stored events numbered above ``after``, in one round trip (EVENTS_LUA).

@@ -16,6 +16,7 @@ may find nothing left to do.
 from __future__ import annotations
 
 import abc
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from service import ids
@@ -23,6 +24,9 @@ from service import ids
 SEPARATOR = "|"
 # The kind of a game's turn deadline (subject: the game id).
 DEADLINE_TIMER = "deadline"
+# Told of each fired timer of a known kind: the kind, and whether its handler succeeded (the
+# worker's metrics).
+TimerCount = Callable[[str, bool], None]
 
 
 @dataclass(frozen=True)

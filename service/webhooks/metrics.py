@@ -58,7 +58,7 @@ class WorkerMetrics:
                 ["reason"], registry=registry),
             latency=Histogram(
                 "webhook_delivery_latency_seconds",
-                "From the event entering the outbox to its successful delivery, in seconds.",
+                "From the event's save to its successful delivery, in seconds.",
                 buckets=LATENCY_BUCKETS, registry=registry),
             timers_fired=Counter(
                 "timers_fired_total", "Due timers handled (a game's turn deadline, a ticket's, an invite's), by kind.",

@@ -20,6 +20,7 @@ from redis.exceptions import RedisClusterException, RedisError
 from service.config import Config, ConfigError
 from service.observability.jsonlog import FIELDS_ATTRIBUTE, configure_logging
 from service.store.redis_client import SCHEMES, client_from_url, worker_options
+from service.store.timers import TimerCount
 from service.webhooks.connections import IdleConnections
 from service.webhooks.health import HealthServer
 from service.webhooks.metrics import WorkerMetrics
@@ -37,9 +38,8 @@ class Background(Protocol):
     def stop(self) -> None: ...
     def join(self, timeout: float) -> bool: ...
 
+
 CONNECT_RETRY_SECONDS = 1.0
-# What the background runner reports of each timer it fired: its kind, and whether it was handled.
-TimerCount = Callable[[str, bool], None]
 
 
 def run_worker(config: Config, *, host: str = "0.0.0.0",

@@ -1,4 +1,5 @@
-"""The Redis side of the worker: reading the outbox, and moving entries atomically.
+"""The Redis side of the worker: reading the feed (and the outbox of older versions), and
+moving entries atomically.
 
 Every change that takes an entry out of one place and puts it into another (pending ->
 retry, retry -> dead, ...) is one Lua script over keys of one shard (one hash slot), so a
@@ -14,19 +15,23 @@ from redis import Redis
 from redis.cluster import RedisCluster
 from redis.exceptions import NoScriptError, RedisClusterException, RedisError, ResponseError
 
+from service.store.feed_redis import create_group
 from service.store.timers_redis import CLAIM_DUE_LUA
-from service.webhooks.entries import GROUP, ShardKeys
+from service.webhooks.entries import FEED, GROUP, OUTBOX, Held, ShardKeys
 
-# KEYS: outbox, retry, dead.
-# ARGV: group, source ("stream" | "retry"), handle (stream id | retry member),
+# KEYS: outbox, retry, dead, feed.
+# ARGV: group, source ("feed" | "outbox" | "retry"), handle (stream id | retry member),
 #       action ("done" | "retry" | "dead"), retry score, retry member, dead MAXLEN, dead fields...
 # Returns 1, or 0 when the handle was no longer held (another worker finished it first,
 # after a lease expired): then nothing changes, so no delivery is ever scheduled twice.
 FINISH_LUA = """#!lua
 local released
-if ARGV[2] == 'stream' then
+if ARGV[2] == 'feed' then
+  -- the feed drops an entry once every group is done with it (service/store/feed_redis.py)
+  released = redis.call('XACK', KEYS[4], ARGV[1], ARGV[3])
+elseif ARGV[2] == 'outbox' then
   released = redis.call('XACK', KEYS[1], ARGV[1], ARGV[3])
-  -- delivered or moved on: the stream keeps only what is still to do
+  -- delivered or moved on: the outbox keeps only what is still to do
   redis.call('XDEL', KEYS[1], ARGV[3])
 else
   released = redis.call('ZREM', KEYS[2], ARGV[3])
@@ -40,7 +45,7 @@ end
 return 1
 """
 
-# KEYS: outbox. ARGV: group, idle ms, the calling consumer's name.
+# KEYS: a stream. ARGV: group, idle ms, the calling consumer's name.
 # Checked and deleted in one step: deleting a consumer that holds entries would strand them.
 PRUNE_CONSUMERS_LUA = """#!lua
 local removed = 0
@@ -58,7 +63,7 @@ return removed
 
 @dataclass(frozen=True)
 class FinishStep:
-    """Releasing a held delivery (``source`` "stream" with its stream id, or "retry" with
+    """Releasing a held delivery (``source`` FEED or OUTBOX with its stream id, or RETRY with
     its member as ``handle``), and in the same step doing ``action``: "done", "retry" (at
     ``retry_at``, as ``retry_member``) or "dead" (with ``dead_fields``)."""
 
@@ -84,33 +89,33 @@ class Queues:
         self._finish = client.register_script(FINISH_LUA)
         self._claim_due = client.register_script(CLAIM_DUE_LUA)
         self._prune_consumers = client.register_script(PRUNE_CONSUMERS_LUA)
-        self._autoclaim_cursor: dict[int, str] = {}
+        self._autoclaim_cursor: dict[tuple[int, str], str] = {}
         self._keys: dict[int, ShardKeys] = {}
-        self._shard_of_outbox: dict[str, int] = {}
+        self._read_from: dict[str, tuple[int, str]] = {}  # stream key -> (shard, source)
 
     def keys(self, shard: int) -> ShardKeys:
         keys = self._keys.get(shard)
         if keys is None:
             keys = self._keys[shard] = ShardKeys.of(self._prefix, shard)
-            self._shard_of_outbox[keys.outbox] = shard
+            self._read_from[keys.feed] = (shard, FEED)
+            self._read_from[keys.outbox] = (shard, OUTBOX)
         return keys
 
     def ensure_group(self, shard: int) -> None:
-        """Create the consumer group (and the stream) unless it exists.
+        """Create the consumer group (and the streams) unless it exists, on the feed and the outbox.
 
-        From id 0: the stream only ever holds entries still to deliver, so a group created
-        after entries arrived (or re-created after Redis lost it) must see all of them."""
-        try:
-            self._client.xgroup_create(self.keys(shard).outbox, GROUP, id="0", mkstream=True)
-        except ResponseError as error:
-            if "BUSYGROUP" not in str(error):
-                raise
+        From id 0: a group created after entries arrived (or re-created after Redis lost it)
+        must see all of them; the feed is not trimmed past what a group has not read, and the
+        outbox only ever holds entries still to deliver."""
+        for source in (FEED, OUTBOX):
+            create_group(self._client, self.keys(shard).stream(source), GROUP)
 
-    def read(self, shards: Sequence[int], count: int, block_ms: int) -> list[tuple[int, str, dict[str, str]]]:
-        """New entries for this consumer as (shard, stream id, fields), up to ``count`` per
-        shard, waiting up to ``block_ms`` for one. Several shards in one call on a single
-        Redis only: on a cluster their streams live in different slots."""
-        streams = {self.keys(shard).outbox: ">" for shard in shards}
+    def read(self, shards: Sequence[int], count: int, block_ms: int) -> list[Held]:
+        """New deliveries for this consumer, up to ``count`` per stream, waiting up to
+        ``block_ms`` for one; feed entries without a URL are acknowledged on the way. Several
+        shards in one call on a single Redis only: on a cluster they live in different slots
+        (a shard's feed and outbox share one)."""
+        streams = {self.keys(shard).stream(source): ">" for shard in shards for source in (FEED, OUTBOX)}
         try:
             answer = self._client.xreadgroup(GROUP, self.consumer, streams, count=count, block=block_ms)
         except ResponseError as error:
@@ -123,34 +128,56 @@ class Queues:
             return []
         # A single Redis answers a list of [stream, entries]; RESP3 would give a dict.
         streams_read = answer.items() if isinstance(answer, dict) else answer
-        return [
-            (self._shard_of_outbox[stream], stream_id, fields)
-            for stream, entries in streams_read for stream_id, fields in entries if fields is not None
-        ]
+        return self._to_deliver([Held(*self._read_from[stream], stream_id, fields)
+                                 for stream, entries in streams_read for stream_id, fields in entries
+                                 if fields is not None])
 
-    def autoclaim(self, shard: int, min_idle_ms: int, count: int) -> list[tuple[str, dict[str, str]]]:
-        """Take over up to ``count`` entries that other consumers (dead ones, normally) have
-        held longer than ``min_idle_ms``; continues where the previous call stopped."""
-        outbox = self.keys(shard).outbox
-        start = self._autoclaim_cursor.get(shard, "0-0")
-        try:
-            cursor, claimed, *_ = self._client.xautoclaim(
-                outbox, GROUP, self.consumer, min_idle_ms, start_id=start, count=count
-            )
-        except ResponseError as error:
-            if "NOGROUP" not in str(error):
-                raise
-            self.ensure_group(shard)
-            return []
-        self._autoclaim_cursor[shard] = cursor
-        return [(stream_id, fields) for stream_id, fields in claimed if stream_id is not None and fields is not None]
+    def autoclaim(self, shard: int, min_idle_ms: int, count: int) -> list[Held]:
+        """Take over up to ``count`` entries of each stream of the shard that other consumers
+        (dead ones, normally) have held longer than ``min_idle_ms``; continues where the
+        previous call stopped."""
+        taken = []
+        for source in (FEED, OUTBOX):
+            start = self._autoclaim_cursor.get((shard, source), "0-0")
+            try:
+                cursor, claimed, *_ = self._client.xautoclaim(
+                    self.keys(shard).stream(source), GROUP, self.consumer, min_idle_ms, start_id=start, count=count
+                )
+            except ResponseError as error:
+                if "NOGROUP" not in str(error):
+                    raise
+                self.ensure_group(shard)
+                return []
+            self._autoclaim_cursor[(shard, source)] = cursor
+            taken += [Held(shard, source, stream_id, fields) for stream_id, fields in claimed
+                      if stream_id is not None and fields is not None]
+        return self._to_deliver(taken)
 
     def prune_consumers(self, shard: int, idle_ms: int) -> int:
         """Forget consumers that hold nothing and were idle longer than ``idle_ms`` (every
         restarted worker has a new name); returns how many. A live consumer removed by
         mistake is re-created by its next read, with nothing lost."""
-        outbox = self.keys(shard).outbox
-        return self._prune_consumers(keys=[outbox], args=[GROUP, idle_ms, self.consumer])
+        return sum(self._prune_consumers(keys=[self.keys(shard).stream(source)], args=[GROUP, idle_ms, self.consumer])
+                   for source in (FEED, OUTBOX))
+
+    def _to_deliver(self, held: list[Held]) -> list[Held]:
+        """``held`` without the feed entries that carry no URL (no webhook: most of the feed),
+        which are acknowledged now."""
+        skipped: dict[str, list[str]] = {}
+        for entry in held:
+            if entry.source == FEED and not entry.url:
+                skipped.setdefault(self.keys(entry.shard).feed, []).append(entry.stream_id)
+        if not skipped:
+            return held
+        if isinstance(self._client, RedisCluster):
+            for feed, stream_ids in skipped.items():
+                self._client.xack(feed, GROUP, *stream_ids)
+        else:
+            pipe = self._client.pipeline(transaction=False)
+            for feed, stream_ids in skipped.items():
+                pipe.xack(feed, GROUP, *stream_ids)
+            pipe.execute()
+        return [entry for entry in held if entry.source != FEED or entry.url]
 
     def shards_due(self, shards: Sequence[int], now: float) -> list[int]:
         """The shards among ``shards`` whose retry set has a member due at
@@ -191,7 +218,7 @@ class Queues:
     def _finish_arguments(self, step: FinishStep) -> tuple[list[str], list]:
         keys = self.keys(step.shard)
         flat = [item for pair in (step.dead_fields or {}).items() for item in pair]
-        return ([keys.outbox, keys.retry, keys.dead],
+        return ([keys.outbox, keys.retry, keys.dead, keys.feed],
                 [GROUP, step.source, step.handle, step.action, repr(step.retry_at), step.retry_member,
                  self._dead_maxlen, *flat])
 

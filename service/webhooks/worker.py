@@ -1,8 +1,12 @@
-"""The delivery worker: reads every shard's outbox, delivers, retries.
+"""The delivery worker: reads every shard's feed in its own group, delivers, retries.
+
+The webhook deliveries are one consumer of the feed (service/store/feed.py) among others:
+entries with a callback URL are delivered, the rest acknowledged unread. The outbox of older
+versions is read in the same call (entries.py), for a rolling deploy.
 
 Threads, all daemons, over one Redis client (single server or cluster):
 
-- on a single Redis, one reader: ``XREADGROUP ... BLOCK`` over every shard's outbox at once;
+- on a single Redis, one reader: ``XREADGROUP ... BLOCK`` over every shard's streams at once;
   on a cluster, one reader per shard (streams of different shards live in different slots,
   so one call cannot read several);
 - a retry loop: claims due members of each shard's retry set and delivers them;
@@ -35,7 +39,7 @@ from redis.cluster import RedisCluster
 
 from service import ids
 from service.observability.jsonlog import FIELDS_ATTRIBUTE, iso_utc
-from service.webhooks.entries import Delivery, MalformedEntry
+from service.webhooks.entries import RETRY, Delivery, Held, MalformedEntry
 from service.webhooks.finishing import REDIS_ERRORS, Finisher
 from service.webhooks.host_slots import HostSlots, receiver_of
 from service.webhooks.metrics import WorkerMetrics
@@ -54,7 +58,7 @@ class WorkerSettings:
     """How the worker paces itself. Times are in seconds.
 
     ``lease_seconds`` is how long a claimed retry stays with the worker that
-    claimed it, and how long an outbox entry may stay pending before another consumer takes
+    claimed it, and how long a read entry may stay pending before another consumer takes
     it over; it must exceed the longest delivery attempt (10 s), or a slow delivery can be
     taken over and sent twice.
 
@@ -129,8 +133,8 @@ class WorkerSettings:
 
 
 class _Job(NamedTuple):
-    """A delivery to attempt, and where it came from: ``source`` "stream" (``handle`` the
-    outbox entry's id) or "retry" (``handle`` the retry member)."""
+    """A delivery to attempt, and where it came from: ``source`` FEED or OUTBOX (``handle``
+    the entry's stream id) or RETRY (``handle`` the retry member)."""
 
     shard: int
     source: str
@@ -187,8 +191,8 @@ class Worker:
         self._readers_per_shard = isinstance(client, RedisCluster)
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
-        # Outbox entries this worker is delivering now; its own XAUTOCLAIM must skip them.
-        self._in_flight: set[tuple[int, str]] = set()
+        # Entries read that this worker is delivering now; its own XAUTOCLAIM must skip them.
+        self._in_flight: set[tuple[int, str, str]] = set()
         self._in_flight_lock = threading.Lock()
         self._speeds = ReceiverSpeeds(self.settings.quick_seconds)
 
@@ -200,8 +204,8 @@ class Worker:
         """Start the threads; returns at once. Redis need not be reachable yet."""
         shards = self.settings.shards
         loops: list[tuple[str, Callable[[], None]]] = (
-            [(f"outbox-reader-s{shard}", lambda shard=shard: self._read_loop((shard,))) for shard in shards]
-            if self._readers_per_shard else [("outbox-reader", lambda: self._read_loop(shards))]
+            [(f"feed-reader-s{shard}", lambda shard=shard: self._read_loop((shard,))) for shard in shards]
+            if self._readers_per_shard else [("feed-reader", lambda: self._read_loop(shards))]
         )
         loops += [("retry-loop", self._retry_loop), ("claim-loop", self._claim_loop)]
         for name, loop in loops:
@@ -238,8 +242,8 @@ class Worker:
     # --- loops ----------------------------------------------------------------------------
 
     def _read_loop(self, shards: tuple[int, ...]) -> None:
-        failures = _FailureLog(f"reading the outbox of shard {shards[0]}" if len(shards) == 1
-                               else "reading the outboxes")
+        failures = _FailureLog(f"reading the feed of shard {shards[0]}" if len(shards) == 1
+                               else "reading the feeds")
         block_ms = int(self.settings.block_seconds * 1000)
         group_ready = False
         while not self._stopping.is_set():
@@ -292,8 +296,8 @@ class Worker:
                     free = self._pool.free()
                     if not free:
                         break
-                    for stream_id, fields in self._queues.autoclaim(shard, lease_ms, min(self.settings.batch, free)):
-                        self._start_stream_entry(shard, stream_id, fields, claimed=True)
+                    for held in self._queues.autoclaim(shard, lease_ms, min(self.settings.batch, free)):
+                        self._start_stream_entry(held, claimed=True)
                 if time.monotonic() >= next_prune:
                     for shard in self.settings.shards:
                         self._queues.prune_consumers(shard, int(self.settings.prune_idle_seconds * 1000))
@@ -304,26 +308,26 @@ class Worker:
 
     # --- tasks ----------------------------------------------------------------------------
 
-    def _start_stream_entries(self, entries: list[tuple[int, str, dict[str, str]]]) -> None:
+    def _start_stream_entries(self, entries: list[Held]) -> None:
         """Deliver what one read brought. A receiver whose last delivery was quick gets its
         entries on as few pool tasks as its speed allows (ReceiverSpeeds.in_turn), which take
         them in turn: handing each delivery to a thread of its own cost about a third of the
         worker's CPU. Any other receiver gets a task per entry, so one that hangs holds up
         only its own."""
-        by_receiver: dict[str, deque[tuple[int, str, dict[str, str]]]] = {}
-        for shard, stream_id, fields in entries:
-            if self._claim_in_flight(shard, stream_id):
-                by_receiver.setdefault(receiver_of(fields.get("url", "")), deque()).append((shard, stream_id, fields))
+        by_receiver: dict[str, deque[Held]] = {}
+        for held in entries:
+            if self._claim_in_flight(held):
+                by_receiver.setdefault(receiver_of(held.url), deque()).append(held)
         for receiver, queued in by_receiver.items():
             if self._speeds.is_quick(receiver):
                 in_turn = self._speeds.in_turn(receiver, self.settings.turn_seconds)
                 for _ in range(-(-len(queued) // in_turn)):
                     self._pool.submit(lambda receiver=receiver, queued=queued: self._take_in_turn(receiver, queued))
             else:
-                for shard, stream_id, fields in queued:
-                    self._pool.submit(lambda entry=(shard, stream_id, fields): self._deliver_stream_entries([entry]))
+                for held in queued:
+                    self._pool.submit(lambda held=held: self._deliver_stream_entries([held]))
 
-    def _take_in_turn(self, receiver: str, queued: deque[tuple[int, str, dict[str, str]]]) -> None:
+    def _take_in_turn(self, receiver: str, queued: deque[Held]) -> None:
         """Deliver the entries left in ``queued`` (other tasks take from it too), up to
         ``together`` at once (Sender.deliver_together), while their receiver stays quick; once
         it is not, put the rest off to the retry set instead of holding them behind a slow
@@ -341,55 +345,57 @@ class Worker:
                 try:
                     self._deliver_stream_entries(taken, put_off=not self._speeds.is_quick(receiver))
                 except Exception:
-                    logger.exception("delivering outbox entries failed")
+                    logger.exception("delivering read entries failed")
 
-    def _claim_in_flight(self, shard: int, stream_id: str) -> bool:
-        """Mark an outbox entry as this worker's to deliver; False when it already is."""
+    def _claim_in_flight(self, held: Held) -> bool:
+        """Mark a read entry as this worker's to deliver; False when it already is."""
         with self._in_flight_lock:
-            if (shard, stream_id) in self._in_flight:
+            if held[:3] in self._in_flight:
                 return False
-            self._in_flight.add((shard, stream_id))
+            self._in_flight.add(held[:3])
             return True
 
-    def _start_stream_entry(self, shard: int, stream_id: str, fields: dict[str, str], claimed: bool = False) -> None:
-        if not self._claim_in_flight(shard, stream_id):
+    def _start_stream_entry(self, held: Held, claimed: bool = False) -> None:
+        if not self._claim_in_flight(held):
             return  # our own delivery of it is still running: not abandoned
         if claimed:
-            logger.info("took over an abandoned entry", extra={FIELDS_ATTRIBUTE: {"shard": shard, "stream_id": stream_id}})
-        self._pool.submit(lambda: self._deliver_stream_entries([(shard, stream_id, fields)]))
+            logger.info("took over an abandoned entry", extra={FIELDS_ATTRIBUTE: {
+                "shard": held.shard, "source": held.source, "stream_id": held.stream_id}})
+        self._pool.submit(lambda: self._deliver_stream_entries([held]))
 
-    def _deliver_stream_entries(self, entries: list[tuple[int, str, dict[str, str]]], put_off: bool = False) -> None:
-        """Attempt outbox entries together or, ``put_off``, send them to the retry set without
+    def _deliver_stream_entries(self, entries: list[Held], put_off: bool = False) -> None:
+        """Attempt read entries together or, ``put_off``, send them to the retry set without
         an attempt."""
         try:
             jobs = []
-            for shard, stream_id, fields in entries:
+            for held in entries:
+                shard, source, stream_id, fields = held
                 try:
-                    delivery = Delivery.from_stream(stream_id, fields)
+                    delivery = held.delivery()
                 except MalformedEntry as error:
-                    self._dead_letter_malformed(shard, "stream", stream_id, fields, str(error))
+                    self._dead_letter_malformed(shard, source, stream_id, fields, str(error))
                     continue
                 if put_off:
-                    self._postpone(shard, "stream", stream_id, delivery)
+                    self._postpone(shard, source, stream_id, delivery)
                 else:
-                    jobs.append(_Job(shard, "stream", stream_id, delivery))
+                    jobs.append(_Job(shard, source, stream_id, delivery))
             self._attempt(jobs)
         except BaseException:
-            for shard, stream_id, _ in entries:
-                self._forget_in_flight(shard, stream_id)
+            for held in entries:
+                self._forget_in_flight(held.shard, held.source, held.stream_id)
             raise
 
-    def _forget_in_flight(self, shard: int, stream_id: str) -> None:
+    def _forget_in_flight(self, shard: int, source: str, stream_id: str) -> None:
         with self._in_flight_lock:
-            self._in_flight.discard((shard, stream_id))
+            self._in_flight.discard((shard, source, stream_id))
 
     def _deliver_retry(self, shard: int, member: str) -> None:
         try:
             delivery = Delivery.from_retry_member(member)
         except MalformedEntry as error:
-            self._dead_letter_malformed(shard, "retry", member, {"member": member}, str(error))
+            self._dead_letter_malformed(shard, RETRY, member, {"member": member}, str(error))
             return
-        self._attempt([_Job(shard, "retry", member, delivery)])
+        self._attempt([_Job(shard, RETRY, member, delivery)])
 
     def _attempt(self, jobs: list[_Job]) -> None:
         """Attempt every job at once (Sender.deliver_together); a job whose receiver has no
@@ -469,11 +475,11 @@ class Worker:
         """Release a delivery and schedule what follows, now or in a batch another thread
         is sending (see finishing.py); ``count()`` once done, unless another worker had
         finished it already or Redis stayed unreachable (it then comes back after its
-        lease: delivered again, at least once). An outbox entry stays this worker's own
+        lease: delivered again, at least once). A read entry stays this worker's own
         until then."""
         def then(finished: bool) -> None:
-            if step.source == "stream":
-                self._forget_in_flight(step.shard, step.handle)
+            if step.source != RETRY:
+                self._forget_in_flight(step.shard, step.source, step.handle)
             if finished:
                 count()
 

@@ -251,8 +251,8 @@ def test_the_settlement_is_saved_with_its_webhooks(app, clock, redis_client, key
     absent = view(app, game_id)["hand"]["turn"]
     clock.move(TURN + 1)
     view(app, game_id)
-    outbox = game_keys(key_prefix, game_id).outbox
-    ours = [fields for _, fields in redis_client.xrange(outbox) if fields["game"] == game_id]
+    feed = game_keys(key_prefix, game_id).feed
+    ours = [fields for _, fields in redis_client.xrange(feed) if fields["subject"] == game_id and fields["url"]]
     assert [f["type"] for f in ours] == ["turn", "timeout", "turn"]
     timeout = json.loads(ours[1]["body"])
     assert timeout["data"]["seat"] == absent and timeout["data"]["timeouts"] == 1

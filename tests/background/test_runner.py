@@ -219,6 +219,23 @@ def test_run_once_applies_again_after_the_lease_what_failed(areas: Areas):
     assert _kept(areas) == []  # and, acknowledged at last, trimmed
 
 
+def test_the_feed_is_kept_for_a_group_read_elsewhere_until_that_group_is_done(areas: Areas):
+    """The worker's deliveries read the feed beside the runner (group ``delivery``): what the
+    runner's consumers are done with stays until that group is too, even before it ever read."""
+    recorder = Recorder()
+    runner = Runner(areas.feed, areas.timers, [recorder.consumer("once")], {}, QUICK, name="once",
+                    read_elsewhere=("delivery",))
+    append(areas, feed_entries(4))
+    runner.run_once()
+    assert len(recorder.applied) == 4
+    assert len(_kept(areas)) == 4  # "delivery" has not read them
+    elsewhere = [read for shards in areas.feed.reader_shards()
+                 for read in areas.feed.read("delivery", "worker", 100, 0, shards)]
+    areas.feed.ack("delivery", elsewhere)
+    runner.run_once()
+    assert _kept(areas) == []
+
+
 class TrimFailsOnce:
     """The feed, whose first trimming fails with an error no store raises on purpose."""
 

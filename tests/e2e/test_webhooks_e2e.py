@@ -111,8 +111,8 @@ def test_a_match_without_a_callback_sends_nothing(stack, api, redis_url):
     assert stack.deliveries(game_id) == []
     keys = ShardKeys.for_game(stack.prefix, game_id)
     with Redis.from_url(redis_url, decode_responses=True) as client:
-        for stream in (keys.outbox, keys.dead):
-            assert not [f for _, f in client.xrange(stream) if f.get("game") == game_id]
+        assert not [f for _, f in client.xrange(keys.feed) if f["subject"] == game_id and f["url"]]
+        assert not [f for _, f in client.xrange(keys.dead) if f.get("game") == game_id]
 
 
 @pytest.mark.parametrize("url", [

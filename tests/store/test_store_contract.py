@@ -16,10 +16,10 @@ from service.store import (
     IndexList,
     Loaded,
     MemoryStore,
-    OutboxEntry,
     VersionConflict,
 )
 from service.store.base import Wake
+from service.store.feed import FeedEntry
 from service.store.timers import DEADLINE_TIMER, Timer
 from tests.store.support import TTL, effects, new_id
 
@@ -298,12 +298,12 @@ def test_check_passes_when_the_backend_answers(store: GameStore) -> None:
     store.check()
 
 
-def test_memory_keeps_the_outbox_and_the_deadline_as_a_timer() -> None:
+def test_memory_feeds_the_entries_and_keeps_the_deadline_as_a_timer() -> None:
     store = MemoryStore()
     game_id = new_id()
-    entry = OutboxEntry("wh_1", "https://hooks.example/x", "{}", game_id, "turn")
-    store.create(game_id, "s", 1, effects(timed=True, deadline=100.0, outbox=(entry,)))
-    assert list(store.outbox) == [entry]
+    entry = FeedEntry("wh_1", "game", game_id, "turn", "", "{}", "https://hooks.example/x")
+    store.create(game_id, "s", 1, effects(timed=True, deadline=100.0, feed=(entry,)))
+    assert [read.entry for read in store.feed.read("test", "reader", 10, 0)] == [entry]
     assert store.timers.claim_due(99.0, 130.0, 10) == []
     assert store.timers.claim_due(100.0, 130.0, 10) == [Timer(DEADLINE_TIMER, game_id, 130.0)]
     store.save(game_id, 1, "s", 2, effects(timed=True, deadline=None))

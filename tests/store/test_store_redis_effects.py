@@ -1,5 +1,5 @@
 """What a Redis write does besides the state, in the same script: events trimmed to the
-newest, webhook deliveries in the shard's outbox, the turn deadline's timer, the event count
+newest, feed entries (webhook deliveries among them) in the shard's feed, the turn deadline's timer, the event count
 published on the game's shard channel. Run on one server and on the cluster."""
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ import pytest
 import redis
 
 from service import ids
-from service.store import OutboxEntry, RedisStore, store_from_url
+from service.store import RedisStore, store_from_url
+from service.store.feed import DELIVERY_GROUP, FeedEntry
+from service.store.feed_redis import RedisFeed
 from service.store.keys import game_keys
 from service.store.timers import DEADLINE_TIMER, Timer
 from tests.store.support import effects, new_id
@@ -41,17 +43,37 @@ def test_the_oldest_events_are_trimmed_and_numbering_continues(redis_store) -> N
     assert store.events(game_id, 7) == []
 
 
-def test_deliveries_go_to_the_games_shard_outbox_with_the_save(redis_store) -> None:
+def test_deliveries_go_to_the_games_shard_feed_with_the_save(redis_store) -> None:
     store, client, prefix = redis_store
     game_id = new_id()
-    entry = OutboxEntry(f"wh_{game_id}_3_turn", "https://hooks.example/x", '{"type":"turn"}', game_id, "turn")
-    store.create(game_id, "s", 1, effects("e1", outbox=(entry,)))
+    entry = FeedEntry(f"wh_{game_id}_3_turn", "game", game_id, "turn", "", '{"type":"turn"}', "https://hooks.example/x")
+    store.create(game_id, "s", 1, effects("e1", feed=(entry,)))
     keys = game_keys(prefix, game_id)
-    assert ids.key_slot(keys.outbox) == ids.key_slot(keys.state)
-    found = [fields for _, fields in client.xrange(keys.outbox) if fields["game"] == game_id]
-    assert found == [{"id": entry.id, "url": entry.url, "body": entry.body, "game": game_id, "type": "turn"}]
-    store.save(game_id, 1, "s", 2, effects("e2"))  # no deliveries: nothing added
-    assert len([f for _, f in client.xrange(keys.outbox) if f["game"] == game_id]) == 1
+    assert ids.key_slot(keys.feed) == ids.key_slot(keys.state)
+    found = [fields for _, fields in client.xrange(keys.feed) if fields["subject"] == game_id]
+    assert found == [{"id": entry.id, "kind": "game", "subject": game_id, "type": "turn", "owner": "",
+                      "body": entry.body, "url": entry.url}]
+    store.save(game_id, 1, "s", 2, effects("e2"))  # no entries: nothing added
+    assert len([f for _, f in client.xrange(keys.feed) if f["subject"] == game_id]) == 1
+
+
+def test_a_webhook_in_the_feed_outlives_a_trimming_that_knows_only_the_other_groups(redis_store) -> None:
+    """A background runner of an earlier version trims what its own groups (ratings, streams)
+    are done with, and knows nothing of the deliveries' group: the store makes that group
+    before it writes a webhook, so the entry waits for the deliveries whichever process of a
+    rolling deploy is updated first."""
+    store, client, prefix = redis_store
+    game_id = new_id()
+    shard = ids.shard_of(game_id)
+    feed = RedisFeed(client, prefix)
+    hook = FeedEntry(f"wh_{game_id}_1_turn", "game", game_id, "turn", "key-1", "{}", "https://hooks.example/x")
+    store.create(game_id, "s", 1, effects("e1", feed=(hook,)))
+    assert DELIVERY_GROUP in [info["name"] for info in client.xinfo_groups(game_keys(prefix, game_id).feed)]
+    for group in ("ratings", "streams"):
+        feed.ack(group, feed.read(group, "old-runner", 1000, 0, (shard,)))
+    feed.trim(("ratings", "streams"))
+    assert [read.entry for read in feed.read(DELIVERY_GROUP, "worker", 1000, 0, (shard,))
+            if read.entry.subject == game_id] == [hook]
 
 
 def test_the_deadline_timer_follows_timed_games_only(redis_store) -> None:

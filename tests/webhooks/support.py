@@ -1,4 +1,4 @@
-"""Helpers of the webhook tests: a clock the tests move, outbox entries, polling Redis."""
+"""Helpers of the webhook tests: a clock the tests move, feed (and outbox) entries, polling Redis."""
 from __future__ import annotations
 
 import base64
@@ -14,7 +14,8 @@ from redis import Redis
 from redis.cluster import RedisCluster
 
 from service import ids
-from service.webhooks.entries import ShardKeys
+from service.store.feed import NO_OWNER, FeedEntry
+from service.webhooks.entries import FEED, GROUP, OUTBOX, ShardKeys
 
 T = TypeVar("T")
 
@@ -53,9 +54,11 @@ def body_for(game_id: str, event_type: str = "turn", **data: object) -> str:
 
 def add_entry(
     client: Redis | RedisCluster, prefix: str, url: str, *, game_id: str | None = None,
-    event_type: str = "turn", webhook_id: str | None = None,
+    event_type: str = "turn", webhook_id: str | None = None, stream: str = FEED,
 ) -> dict[str, str]:
-    """XADD an outbox entry as the service's save script will; returns its fields."""
+    """XADD a delivery to the game's shard as the service's save script does (``stream`` FEED),
+    or as a version before the feed did (OUTBOX); returns what the delivery holds (the
+    fields of its retry members and dead letters)."""
     game_id = game_id or ids.new_game_id()
     fields = {
         "id": webhook_id or f"wh_{game_id}_{secrets.token_hex(4)}",
@@ -64,7 +67,12 @@ def add_entry(
         "game": game_id,
         "type": event_type,
     }
-    client.xadd(ShardKeys.for_game(prefix, game_id).outbox, fields)
+    keys = ShardKeys.for_game(prefix, game_id)
+    if stream == OUTBOX:
+        client.xadd(keys.outbox, fields)
+    else:
+        entry = FeedEntry(fields["id"], "game", game_id, event_type, NO_OWNER, fields["body"], url)
+        client.xadd(keys.feed, dict(zip(entry.fields()[::2], entry.fields()[1::2])))
     return fields
 
 
@@ -92,10 +100,27 @@ def all_keys(prefix: str) -> list[ShardKeys]:
     return [ShardKeys.of(prefix, shard) for shard in range(ids.SHARDS)]
 
 
-def outbox_is_settled(client: Redis | RedisCluster, prefix: str) -> bool:
-    """Nothing left to deliver: every outbox stream and retry set is empty (entries are
-    deleted once finished, and a postponed delivery waits in the retry set)."""
-    return all(client.xlen(keys.outbox) == 0 and client.zcard(keys.retry) == 0 for keys in all_keys(prefix))
+def read_and_acknowledged(client: Redis | RedisCluster, feed: str) -> bool:
+    """Whether the deliveries' group has read every entry of ``feed`` and holds none."""
+    if client.xlen(feed) == 0:
+        return True
+    group = next((info for info in client.xinfo_groups(feed) if info["name"] == GROUP), None)
+    if group is None or group["pending"]:
+        return False
+    return _parsed(group["last-delivered-id"]) >= _parsed(client.xinfo_stream(feed)["last-generated-id"])
+
+
+def _parsed(stream_id: str) -> tuple[int, int]:
+    milliseconds, _, sequence = stream_id.partition("-")
+    return int(milliseconds), int(sequence)
+
+
+def deliveries_settled(client: Redis | RedisCluster, prefix: str) -> bool:
+    """Nothing left to deliver: every feed read and acknowledged by the deliveries' group, every
+    outbox and retry set empty (outbox entries are deleted once finished, and a postponed
+    delivery waits in the retry set)."""
+    return all(read_and_acknowledged(client, keys.feed) and client.xlen(keys.outbox) == 0
+               and client.zcard(keys.retry) == 0 for keys in all_keys(prefix))
 
 
 def metric(worker, name: str, **labels: str) -> float:

@@ -1,4 +1,4 @@
-"""Shard keys and the entries that travel between the outbox, the retry set and the dead letters."""
+"""Shard keys and the entries that travel between the feed (or outbox), the retry set and the dead letters."""
 from __future__ import annotations
 
 import json
@@ -6,7 +6,8 @@ import json
 import pytest
 
 from service import ids
-from service.webhooks.entries import Delivery, MalformedEntry, ShardKeys
+from service.store.feed import FeedEntry
+from service.webhooks.entries import FEED, OUTBOX, Delivery, Held, MalformedEntry, ShardKeys
 from tests.webhooks.support import game_in_shard
 
 FIELDS = {"id": "wh_1", "url": "https://hooks.example/x", "body": '{"type":"turn"}', "game": "g_1", "type": "turn"}
@@ -16,10 +17,10 @@ def test_a_games_shard_keys_share_its_cluster_slot() -> None:
     game_id = game_in_shard(6)
     keys = ShardKeys.for_game("gr:", game_id)
     assert keys == ShardKeys.of("gr:", 6)
-    assert (keys.outbox, keys.retry, keys.dead) == (
-        "gr:{s6}:outbox", "gr:{s6}:retry", "gr:{s6}:dead"
+    assert (keys.feed, keys.outbox, keys.retry, keys.dead) == (
+        "gr:{s6}:feed", "gr:{s6}:outbox", "gr:{s6}:retry", "gr:{s6}:dead"
     )
-    slots = {ids.key_slot(key) for key in (keys.outbox, keys.retry, keys.dead, f"gr:{{{game_id}}}:s")}
+    slots = {ids.key_slot(key) for key in (keys.feed, keys.outbox, keys.retry, keys.dead, f"gr:{{{game_id}}}:s")}
     assert len(slots) == 1
 
 
@@ -62,3 +63,16 @@ def test_a_malformed_retry_member_is_refused(member: str) -> None:
 def test_unknown_event_types_share_one_metric_label() -> None:
     assert Delivery.from_stream("1-0", FIELDS).metric_type == "turn"
     assert Delivery.from_stream("1-0", {**FIELDS, "type": "x" * 50}).metric_type == "other"
+
+
+def test_a_feed_entry_and_an_outbox_entry_of_the_same_event_are_the_same_delivery() -> None:
+    entry = FeedEntry("wh_1", "game", "g_1", "turn", "key-1", '{"type":"turn"}', "https://hooks.example/x")
+    from_feed = Held(3, FEED, "1700000000123-4", dict(zip(entry.fields()[::2], entry.fields()[1::2]))).delivery()
+    from_outbox = Held(3, OUTBOX, "1700000000123-4", FIELDS).delivery()
+    assert from_feed == from_outbox == Delivery.from_stream("1700000000123-4", FIELDS)
+
+
+def test_a_feed_entry_missing_a_field_is_malformed() -> None:
+    with pytest.raises(MalformedEntry, match="body"):
+        Held(3, FEED, "1-0", {"id": "wh_1", "kind": "game", "subject": "g_1", "type": "turn", "owner": "",
+                               "url": "https://hooks.example/x"}).delivery()

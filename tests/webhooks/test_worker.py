@@ -9,7 +9,8 @@ from collections import Counter
 import pytest
 
 from service import ids
-from service.webhooks.entries import GROUP, ShardKeys
+from service.store.feed import FeedEntry
+from service.webhooks.entries import FEED, GROUP, OUTBOX, ShardKeys
 from service.webhooks.worker import WorkerSettings, backoff_seconds, postponed_wait
 from tests.webhooks.receiver import HANG, Receiver, always
 from tests.webhooks.support import (
@@ -18,7 +19,8 @@ from tests.webhooks.support import (
     all_keys,
     game_in_shard,
     metric,
-    outbox_is_settled,
+    deliveries_settled,
+    read_and_acknowledged,
     wait_until,
 )
 
@@ -49,11 +51,13 @@ def test_a_delivery_put_off_again_waits_twice_as_long_up_to_the_cap() -> None:
     assert postponed_wait(0, 1.0, 30.0, lambda: 1.0) == 2 and postponed_wait(9, 1.0, 30.0, lambda: 0.5) == 45
 
 
-def test_entries_of_every_shard_are_delivered_signed_once_and_removed(
-    start_worker, receiver: Receiver, redis_client, prefix: str
+@pytest.mark.parametrize("stream", [FEED, OUTBOX])
+def test_entries_of_every_shard_are_delivered_signed_once_and_acknowledged(
+    start_worker, receiver: Receiver, redis_client, prefix: str, stream: str
 ) -> None:
     worker = start_worker()
-    sent = [add_entry(redis_client, prefix, receiver.url(), game_id=game_in_shard(shard)) for shard in range(ids.SHARDS)]
+    sent = [add_entry(redis_client, prefix, receiver.url(), game_id=game_in_shard(shard), stream=stream)
+            for shard in range(ids.SHARDS)]
     received = receiver.wait_for_count(len(sent))
     assert all(request.verified for request in received)
     assert sorted(request.webhook_id for request in received) == sorted(entry["id"] for entry in sent)
@@ -61,9 +65,9 @@ def test_entries_of_every_shard_are_delivered_signed_once_and_removed(
     for entry in sent:
         assert by_id[entry["id"]].body == entry["body"]  # exactly the text that was saved
         assert by_id[entry["id"]].path == "/hooks/gin?tenant=7"
-    wait_until(lambda: outbox_is_settled(redis_client, prefix), what="outbox emptied")
+    wait_until(lambda: deliveries_settled(redis_client, prefix), what="every entry acknowledged")
     for keys in all_keys(prefix):
-        assert redis_client.xpending(keys.outbox, GROUP)["pending"] == 0
+        assert redis_client.xpending(keys.stream(stream), GROUP)["pending"] == 0
     wait_until(lambda: metric(worker, "webhook_delivery_latency_seconds_count") == len(sent))
     assert metric(worker, "webhook_deliveries_total", outcome="delivered") == len(sent)
     assert metric(worker, "webhook_attempts_total", type="turn") == len(sent)
@@ -86,7 +90,7 @@ def test_a_receiver_failing_twice_gets_a_third_attempt_with_the_same_id(
             assert member["attempt"] == attempt and member["id"] == entry["id"] and member["body"] == entry["body"]
             # Full jitter: within [now, now + base * 2^(attempt - 2)].
             assert clock() <= due <= clock() + 2.0 * 2 ** (attempt - 2)
-            assert redis_client.xlen(keys.outbox) == 0  # moved, not copied
+            assert read_and_acknowledged(redis_client, keys.feed)  # moved, not held
             time.sleep(0.2)
             assert len(receiver.received) == attempt - 1  # not before it is due
             clock.set(due + 1.1)  # a second later at least, so the timestamps differ
@@ -143,7 +147,7 @@ def test_after_the_last_attempt_the_delivery_goes_to_the_dead_letter_stream(
         assert {name: dead[name] for name in ("id", "url", "body", "game", "type")} == entry
         assert (dead["attempts"], dead["outcome"], dead["reason"]) == ("3", "failed", "http 503")
         assert dead["failed_at"].endswith("Z")
-        assert redis_client.zcard(keys.retry) == 0 and redis_client.xlen(keys.outbox) == 0
+        assert redis_client.zcard(keys.retry) == 0 and read_and_acknowledged(redis_client, keys.feed)
         time.sleep(0.3)
         assert len(receiver.received) == 3  # nothing after the last attempt
         assert metric(worker, "webhook_dead_letters_total", reason="failed") == 1
@@ -172,33 +176,59 @@ def test_a_host_resolving_to_loopback_is_refused_unless_private_addresses_are_al
     assert request.webhook_id == allowed["id"] and request.verified
 
 
+@pytest.mark.parametrize(("stream", "broken", "missing"), [
+    (OUTBOX, {"id": "wh_broken"}, "url"),
+    (FEED, {"id": "wh_broken", "url": "https://hooks.example/x"}, "body"),
+])
 def test_a_malformed_entry_is_dead_lettered_and_the_rest_goes_on(
-    start_worker, receiver: Receiver, redis_client, prefix: str
+    start_worker, receiver: Receiver, redis_client, prefix: str, stream: str, broken: dict, missing: str
 ) -> None:
     start_worker()
     game_id = ids.new_game_id()
     keys = ShardKeys.for_game(prefix, game_id)
-    redis_client.xadd(keys.outbox, {"id": "wh_broken", "game": game_id})
-    entry = add_entry(redis_client, prefix, receiver.url(), game_id=game_id)
+    redis_client.xadd(keys.stream(stream), broken)
+    entry = add_entry(redis_client, prefix, receiver.url(), game_id=game_id, stream=stream)
     assert receiver.wait_for_count(1)[0].webhook_id == entry["id"]
     [(_, dead)] = wait_until(lambda: redis_client.xrange(keys.dead), what="dead letter written")
-    assert dead["outcome"] == "malformed" and "url" in dead["reason"] and dead["id"] == "wh_broken"
+    assert dead["outcome"] == "malformed" and missing in dead["reason"] and dead["id"] == "wh_broken"
+    wait_until(lambda: deliveries_settled(redis_client, prefix), what="every entry acknowledged")
 
 
-def test_entries_left_pending_by_a_dead_consumer_are_taken_over_after_the_lease(
+def test_feed_entries_without_a_url_are_acknowledged_and_never_delivered(
     start_worker, receiver: Receiver, redis_client, prefix: str
 ) -> None:
-    entry = add_entry(redis_client, prefix, receiver.url())
+    """Most of the feed is for the other consumers (a key's stream, the ratings): the worker
+    acknowledges those entries, so the feed can be trimmed, and sends nothing for them."""
+    worker = start_worker()
+    game_id = ids.new_game_id()
+    keys = ShardKeys.for_game(prefix, game_id)
+    for n in range(5):
+        entry = FeedEntry(f"wh_{game_id}_{n}_turn", "game", game_id, "turn", "key-1", "{}")
+        redis_client.xadd(keys.feed, dict(zip(entry.fields()[::2], entry.fields()[1::2])))
+    delivered = add_entry(redis_client, prefix, receiver.url(), game_id=game_id)
+    assert [request.webhook_id for request in receiver.wait_for_count(1)] == [delivered["id"]]
+    wait_until(lambda: read_and_acknowledged(redis_client, keys.feed), what="every entry acknowledged")
+    assert redis_client.xlen(keys.feed) == 6 and redis_client.xlen(keys.dead) == 0  # trimmed by the feed's runner
+    assert metric(worker, "webhook_attempts_total") == 1
+    time.sleep(0.3)
+    assert len(receiver.received) == 1
+
+
+@pytest.mark.parametrize("stream", [FEED, OUTBOX])
+def test_entries_left_pending_by_a_dead_consumer_are_taken_over_after_the_lease(
+    start_worker, receiver: Receiver, redis_client, prefix: str, stream: str
+) -> None:
+    entry = add_entry(redis_client, prefix, receiver.url(), stream=stream)
     keys = ShardKeys.for_game(prefix, entry["game"])
-    redis_client.xgroup_create(keys.outbox, GROUP, id="0", mkstream=True)
+    redis_client.xgroup_create(keys.stream(stream), GROUP, id="0", mkstream=True)
     # A consumer reads the entry, then dies without a word.
-    [[_, [(stream_id, _)]]] = redis_client.xreadgroup(GROUP, "crashed-host:1", {keys.outbox: ">"})
+    [[_, [(stream_id, _)]]] = redis_client.xreadgroup(GROUP, "crashed-host:1", {keys.stream(stream): ">"})
     started = time.monotonic()
     start_worker(lease_seconds=1.0)
     [request] = receiver.wait_for_count(1, timeout=10)
     assert request.webhook_id == entry["id"] and request.verified
     assert time.monotonic() - started >= 0.9  # not before the lease ran out
-    wait_until(lambda: redis_client.xpending(keys.outbox, GROUP)["pending"] == 0, what="pending list emptied")
+    wait_until(lambda: redis_client.xpending(keys.stream(stream), GROUP)["pending"] == 0, what="pending list emptied")
     assert redis_client.xlen(keys.outbox) == 0
 
 
@@ -215,7 +245,7 @@ def test_two_workers_share_200_entries_without_delivering_any_twice(
     counts = Counter(request.webhook_id for request in received)
     assert set(counts) == sent
     assert [webhook_id for webhook_id, count in counts.items() if count > 1] == []
-    wait_until(lambda: outbox_is_settled(redis_client, prefix), what="outboxes emptied")
+    wait_until(lambda: deliveries_settled(redis_client, prefix), what="every entry acknowledged")
     delivered = [metric(worker, "webhook_deliveries_total", outcome="delivered") for worker in (first, second)]
     assert sum(delivered) == 200
     time.sleep(0.3)
@@ -267,7 +297,7 @@ def test_a_hanging_receiver_gets_only_its_share_of_the_deliveries_and_the_others
         slow.release()
         received = slow.wait_for(lambda got: {request.webhook_id for request in got} >= {e["id"] for e in held})
         assert len(received) == 8  # each once: postponing never sent anything twice
-        wait_until(lambda: outbox_is_settled(redis_client, prefix), what="everything delivered")
+        wait_until(lambda: deliveries_settled(redis_client, prefix), what="everything delivered")
         assert metric(worker, "webhook_attempts_total") == 8 + 10
         assert metric(worker, "webhook_deliveries_total", outcome="delivered") == 8 + 10
     finally:
@@ -353,7 +383,7 @@ def test_a_quick_receivers_deliveries_of_one_read_go_out_together_each_on_a_conn
         assert {request.webhook_id for request in held} == {entry["id"] for entry in batch}
         assert len({request.peer for request in held}) == 8
         receiver.release()
-        wait_until(lambda: outbox_is_settled(redis_client, prefix), what="everything delivered")
+        wait_until(lambda: deliveries_settled(redis_client, prefix), what="everything delivered")
         # One task sent them, in one call: a task each would have made eight calls of one.
         assert sizes == [1, 8]
     finally:
@@ -394,6 +424,6 @@ def test_stop_lets_a_delivery_in_flight_finish(start_worker, secret: str, redis_
         receiver.release()
         assert worker.join(5) is True
         keys = ShardKeys.for_game(prefix, entry["game"])
-        assert redis_client.xlen(keys.outbox) == 0 and redis_client.zcard(keys.retry) == 0
+        assert read_and_acknowledged(redis_client, keys.feed) and redis_client.zcard(keys.retry) == 0
     finally:
         receiver.close()
