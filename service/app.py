@@ -22,6 +22,7 @@ from service.background.setup import IN_PROCESS, background_runner
 from service.matchmaking.setup import invites, quick_play
 from service.ratings.service import RatingService
 from service.streams.reader import KeyStreamReader
+from service.webhooks.local import local_deliveries
 from service.store import GameStore, store_from_url
 from service.store.areas import MemoryAreas, areas_of
 
@@ -88,7 +89,7 @@ def create_app(config: Config | Mapping[str, str] | None = None, store: GameStor
     init_middleware(app, secret=games.ctx.secret)
     if isinstance(areas, MemoryAreas):
         # Nothing else can reach this process's memory: its background work runs here.
-        runner = background_runner(config, games, areas, IN_PROCESS)
+        runner = background_runner(config, games, areas, IN_PROCESS, deliveries=local_deliveries(config))
         app.extensions[BACKGROUND_EXTENSION] = runner
         run_in_process(runner, store.activity, app)
     register_problem_handlers(app)

@@ -16,7 +16,7 @@
 | METRICS_TOKEN | empty | when set, ``GET /metrics`` needs ``Authorization: Bearer <token>`` |
 | TRUSTED_PROXY_HOPS | 0 | proxies in front whose X-Forwarded-For names the client (rate limits, quotas) |
 | WEBHOOK_ALLOWED_HOSTS | empty | comma-separated hosts a game's ``callback_url`` may name (https); an entry ``http://host[:port]`` also allows plain http there |
-| WEBHOOK_SECRET | empty | Standard Webhooks signing secret, ``whsec_<base64 of 24-64 bytes>``; the worker needs it |
+| WEBHOOK_SECRET | empty | Standard Webhooks signing secret, ``whsec_<base64 of 24-64 bytes>``; the worker needs it, and ``ginrummy serve`` calls back only with it |
 | WEBHOOK_ALLOW_PRIVATE | ``false`` | ``true`` lets webhooks reach private, loopback and link-local addresses |
 | WEBHOOK_CONCURRENCY | 32 | deliveries one worker runs at once |
 | WEBHOOK_MAX_ATTEMPTS | 8 | attempts per webhook before it goes to the dead-letter stream |

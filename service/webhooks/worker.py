@@ -433,10 +433,10 @@ class Worker:
         if result.outcome is Outcome.DELIVERED:
             latency = max(self._clock() - delivery.enqueued_at, 0.0)
             self._finish(FinishStep(shard, source, handle, "done"), lambda: self.metrics.latency.observe(latency))
-            _log_attempt(logging.INFO, "webhook delivered", shard, delivery, result)
+            log_attempt(logging.INFO, "webhook delivered", shard, delivery, result)
         elif result.outcome is Outcome.REFUSED or delivery.attempt >= self.settings.max_attempts:
             self._dead_letter(shard, source, handle, delivery, result)
-            _log_attempt(logging.WARNING, "webhook given up", shard, delivery, result)
+            log_attempt(logging.WARNING, "webhook given up", shard, delivery, result)
         else:
             delay = backoff_seconds(
                 delivery.attempt, self.settings.backoff_base_seconds, self.settings.backoff_cap_seconds, self._draw
@@ -444,7 +444,7 @@ class Worker:
             retry_at = self._clock() + delay
             self._finish(FinishStep(shard, source, handle, "retry", retry_at, delivery.retry_member()),
                          self.metrics.retries_scheduled.inc)
-            _log_attempt(logging.INFO, "webhook attempt failed; retry scheduled", shard, delivery, result,
+            log_attempt(logging.INFO, "webhook attempt failed; retry scheduled", shard, delivery, result,
                          retry_in_seconds=round(delay, 3))
 
     def _postpone(self, shard: int, source: str, handle: str, delivery: Delivery) -> None:
@@ -486,7 +486,8 @@ class Worker:
         self._finisher.submit(step, then)
 
 
-def _log_attempt(level: int, message: str, shard: int, delivery: Delivery, result: Attempt, **more: object) -> None:
+def log_attempt(level: int, message: str, shard: int, delivery: Delivery, result: Attempt, **more: object) -> None:
+    """One JSON log line about an attempt (the embedded store's deliveries log the same)."""
     # Only built when it is written: at the deployed level, most attempts log nothing.
     if logger.isEnabledFor(level):
         logger.log(level, message, extra={FIELDS_ATTRIBUTE: {
