@@ -18,8 +18,9 @@
 | WEBHOOK_ALLOWED_HOSTS | empty | comma-separated hosts a game's ``callback_url`` may name (https); an entry ``http://host[:port]`` also allows plain http there |
 | WEBHOOK_SECRET | empty | Standard Webhooks signing secret, ``whsec_<base64 of 24-64 bytes>``; the worker needs it, and ``ginrummy serve`` calls back only with it |
 | WEBHOOK_ALLOW_PRIVATE | ``false`` | ``true`` lets webhooks reach private, loopback and link-local addresses |
-| WEBHOOK_CONCURRENCY | 32 | deliveries one worker runs at once |
+| WEBHOOK_CONCURRENCY | 32 | deliveries one worker (or ``ginrummy serve`` alone) runs at once |
 | WEBHOOK_MAX_ATTEMPTS | 8 | attempts per webhook before it goes to the dead-letter stream |
+| WEBHOOK_MAX_WAITING | 10000 | ``ginrummy serve`` alone: deliveries it keeps waiting in memory; beyond, a new one is given up |
 | WORKER_PORT | 8001 | port of the worker's /healthz, /readyz and /metrics |
 | WORKER_GRACEFUL_SECONDS | 20 | on SIGTERM, how long the worker lets deliveries in flight finish |
 | LOG_LEVEL | ``INFO`` | |
@@ -106,6 +107,7 @@ class Config:
     webhook_allow_private: bool = False
     webhook_concurrency: int = 32
     webhook_max_attempts: int = 8
+    webhook_max_waiting: int = 10_000
     worker_port: int = 8001
     worker_graceful_seconds: int = 20
     # Ratings (service/ratings)
@@ -181,6 +183,7 @@ class Config:
             webhook_allow_private=_boolean(source, "WEBHOOK_ALLOW_PRIVATE", cls.webhook_allow_private),
             webhook_concurrency=_positive_int(source, "WEBHOOK_CONCURRENCY", cls.webhook_concurrency),
             webhook_max_attempts=_positive_int(source, "WEBHOOK_MAX_ATTEMPTS", cls.webhook_max_attempts),
+            webhook_max_waiting=_positive_int(source, "WEBHOOK_MAX_WAITING", cls.webhook_max_waiting),
             worker_port=_port(source, "WORKER_PORT", cls.worker_port),
             worker_graceful_seconds=_int_at_least(source, "WORKER_GRACEFUL_SECONDS", cls.worker_graceful_seconds, 0),
             **{name: _positive_float(source, name.upper(), getattr(cls, name)) for name in RATING_SETTINGS},

@@ -34,8 +34,6 @@ from service.webhooks.worker import backoff_seconds, log_attempt
 logger = logging.getLogger(__name__)
 
 IDLE_SECONDS = 30.0
-MAX_WAITING = 10_000
-THREADS = 4
 SHARD = 0  # the embedded store's feed has one
 
 
@@ -44,7 +42,7 @@ class LocalDeliveries:
 
     group = DELIVERY_GROUP
 
-    def __init__(self, sender: Sender, *, max_attempts: int, threads: int = THREADS, max_waiting: int = MAX_WAITING,
+    def __init__(self, sender: Sender, *, max_attempts: int, threads: int, max_waiting: int,
                  backoff_base_seconds: float = 1.0, backoff_cap_seconds: float = 300.0,
                  clock: Callable[[], float] = time.time, draw: Callable[[], float] = random.random) -> None:
         self._sender = sender
@@ -141,4 +139,5 @@ def local_deliveries(config: Config) -> LocalDeliveries | None:
     if not config.webhook_secret:
         return None
     return LocalDeliveries(Sender(WebhookSecret.parse(config.webhook_secret), allow_private=config.webhook_allow_private),
-                           max_attempts=config.webhook_max_attempts)
+                           max_attempts=config.webhook_max_attempts, threads=config.webhook_concurrency,
+                           max_waiting=config.webhook_max_waiting)

@@ -37,6 +37,7 @@ def test_every_setting_comes_from_the_environment():
             "SERVER_SECRET": "s" * 40,
             "METRICS_TOKEN": "scrape-me",
             "TRUSTED_PROXY_HOPS": "1",
+            "WEBHOOK_MAX_WAITING": "50",
         }
     )
     assert config == Config(
@@ -44,7 +45,7 @@ def test_every_setting_comes_from_the_environment():
         game_tombstone_seconds=90, max_events_per_game=300, idempotency_ttl_seconds=30, api_keys=("a", "b"),
         allow_anonymous_create=True, create_quota_per_minute=7, server_secret="s" * 40, metrics_token="scrape-me",
         trusted_proxy_hops=1, webhook_allowed_hosts=("hooks.example",), log_level="DEBUG", max_content_length=1024,
-        rate_limit_per_minute=120, long_poll_max_seconds=5,
+        rate_limit_per_minute=120, long_poll_max_seconds=5, webhook_max_waiting=50,
     )
 
 
@@ -77,7 +78,7 @@ def test_overrides_win_over_the_environment():
 @pytest.mark.parametrize(
     ("name", "value"),
     [("GAME_TTL_SECONDS", "0"), ("GAME_TTL_SECONDS", "week"), ("RATE_LIMIT_PER_MINUTE", "-1"),
-     ("TRUSTED_PROXY_HOPS", "-1"), ("LOG_LEVEL", "LOUD"),
+     ("TRUSTED_PROXY_HOPS", "-1"), ("LOG_LEVEL", "LOUD"), ("WEBHOOK_MAX_WAITING", "0"),
      # The API refuses a wait above 30 s: a longer cap would be a setting that does nothing.
      ("LONG_POLL_MAX_SECONDS", "31")],
 )
