@@ -137,6 +137,8 @@ def local_deliveries(config: Config) -> LocalDeliveries | None:
     """The deliveries of a process on the embedded store; None without WEBHOOK_SECRET (nothing
     can be signed: callbacks are then not called, as on Redis without a worker)."""
     if not config.webhook_secret:
+        if config.webhook_allowed_hosts:
+            logger.warning("WEBHOOK_ALLOWED_HOSTS is set but WEBHOOK_SECRET is not: no callback will be called")
         return None
     return LocalDeliveries(Sender(WebhookSecret.parse(config.webhook_secret), allow_private=config.webhook_allow_private),
                            max_attempts=config.webhook_max_attempts, threads=config.webhook_concurrency,

@@ -55,7 +55,7 @@ def test_a_match_on_the_embedded_store_calls_its_callback_signed(secret: str) ->
         receiver.close()
 
 
-def test_without_a_webhook_secret_nothing_is_called(secret: str) -> None:
+def test_without_a_webhook_secret_nothing_is_called_and_the_start_says_so(secret: str, caplog) -> None:
     receiver = Receiver(secret).start()
     app = build_app(REDIS_URL="memory://", WEBHOOK_ALLOWED_HOSTS=f"http://127.0.0.1:{receiver.port}",
                     WEBHOOK_ALLOW_PRIVATE="true")
@@ -66,6 +66,7 @@ def test_without_a_webhook_secret_nothing_is_called(secret: str) -> None:
         assert created.status_code == 201
         time.sleep(0.5)
         assert receiver.received == []
+        assert "WEBHOOK_SECRET is not: no callback will be called" in caplog.text
     finally:
         app.extensions["ginrummy.background"].stop()
         receiver.close()
