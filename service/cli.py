@@ -33,7 +33,7 @@ from service.games.setup import game_service
 from service.store import store_from_url
 from service.config import EMBEDDED_STORE_URL, Config, ConfigError
 from service.records.verify import verify
-from service.webhooks.entries import GROUP as DELIVERY_GROUP
+from service.store.feed import DELIVERY_GROUP
 from service.webhooks.process import run_worker
 
 DEFAULT_HOST = "127.0.0.1"

@@ -17,6 +17,7 @@ from service import ids
 from service.store.redis_errors import store_errors
 from service.store.feed import FEED_MAX_LENGTH, Feed, FeedEntry, MalformedFeedEntry, Read
 from service.store.keys import shard_prefix
+from service.store.streams import id_order
 
 
 def feed_key(prefix: str, shard: int) -> str:
@@ -137,13 +138,13 @@ class RedisFeed(Feed):
                 raise
             return None  # no group made it yet, nor any save wrote to it: nothing to drop
         for info in groups:
-            last = _parsed(info["last-delivered-id"])
+            last = id_order(info["last-delivered-id"])
             candidate = (last[0], last[1] + 1)
             if info.get("pending"):
                 # None when its readers acknowledged them all since XINFO: the last delivered then.
                 first_pending = self._client.xpending(key, info["name"])["min"]
                 if first_pending is not None:
-                    candidate = _parsed(first_pending)
+                    candidate = id_order(first_pending)
             oldest = candidate if oldest is None else min(oldest, candidate)
         if oldest is None or oldest == (0, 1):
             return None
@@ -170,9 +171,4 @@ class RedisFeed(Feed):
             # Acknowledged at once: left pending, it would hold the trimming back for good.
             self._client.xack(self._keys[shard], group, *unreadable)
         return reads
-
-
-def _parsed(stream_id: str) -> tuple[int, int]:
-    milliseconds, _, sequence = stream_id.partition("-")
-    return int(milliseconds), int(sequence or 0)
 

@@ -172,7 +172,7 @@ class RedisStore(GameStore):
         shard = ids.shard_of(game_id)
         index = [index_key(self._prefix, shard, player, IndexList.ACTIVE.value) for player in effects.index_add]
         claim_keys, claims = self._claims(effects.claims)
-        self._ready_to_deliver(game_id, keys, effects.feed)
+        self._ready_to_deliver(shard, keys, effects.feed)
         args = [json.dumps(claims) if claims else "[]", len(claims), version, state, effects.ttl,
                 effects.tombstone_ttl, _expiry(effects.ttl), fingerprint, game_id, _deadline_arg(effects),
                 created_at_ms, keys.channel, _event_count(effects), self._max_events, *_effects_args(effects)]
@@ -210,7 +210,7 @@ class RedisStore(GameStore):
         """HSETNX the changes and append their announcements, in one round trip. Raises StoreFull,
         StoreError."""
         keys = self._keys(game_id)
-        self._ready_to_deliver(game_id, keys, feed)
+        self._ready_to_deliver(ids.shard_of(game_id), keys, feed)
         with store_errors():
             return bool(self._connection().note_ratings(keys=[keys.state, keys.feed], args=[changes, *_feed_args(feed)]))
 
@@ -220,7 +220,7 @@ class RedisStore(GameStore):
         Raises VersionConflict, GameExpired, GameMissing, StoreFull, StoreError."""
         keys = self._keys(game_id)
         shard = ids.shard_of(game_id)
-        self._ready_to_deliver(game_id, keys, effects.feed)
+        self._ready_to_deliver(shard, keys, effects.feed)
         reply_key, reply = keys.prefix + "-", [0, ""]
         if effects.reply is not None:
             reply_key, reply = keys.reply(effects.reply.key), [effects.reply.ttl, effects.reply.response]
@@ -239,14 +239,13 @@ class RedisStore(GameStore):
         if outcome == "conflict":
             raise VersionConflict(f"game {game_id} is no longer at version {expected_version}")
 
-    def _ready_to_deliver(self, game_id: str, keys: GameKeys, feed: tuple[FeedEntry, ...]) -> None:
+    def _ready_to_deliver(self, shard: int, keys: GameKeys, feed: tuple[FeedEntry, ...]) -> None:
         """Before this process first writes a webhook to a shard's feed: the worker's group
         ``delivery`` exists there. A background runner of an earlier version trims what the
         groups that exist are done with, so without it a webhook could be dropped before a
         worker of this version read it, when the API is rolled out before the workers. One
         round trip per shard and process. Raises StoreError."""
-        shard = ids.shard_of(game_id)
-        if shard in self._delivered_shards or not any(entry.url for entry in feed):
+        if not any(entry.url for entry in feed) or shard in self._delivered_shards:
             return
         with store_errors():
             create_group(self._connection().client, keys.feed, DELIVERY_GROUP)

@@ -89,7 +89,7 @@ class Held(NamedTuple):
             entry = FeedEntry.from_fields(self.fields)
         except MalformedFeedEntry as error:
             raise MalformedEntry(str(error)) from None
-        return Delivery(entry.id, entry.url, entry.body, entry.subject, entry.type, self.stream_id)
+        return Delivery.of_entry(entry, self.stream_id)
 
 
 @dataclass(frozen=True)
@@ -108,6 +108,11 @@ class Delivery:
     stream_id: str
     attempt: int = 1
     postponed: int = 0  # times this attempt was put off (worker.py, receivers' shares)
+
+    @classmethod
+    def of_entry(cls, entry: FeedEntry, stream_id: str) -> Delivery:
+        """The first attempt of a feed entry that carries a URL, read as ``stream_id``."""
+        return cls(entry.id, entry.url, entry.body, entry.subject, entry.type, stream_id)
 
     @classmethod
     def from_stream(cls, stream_id: str, fields: dict[str, str]) -> Delivery:

@@ -29,7 +29,7 @@ from service.store.feed import DELIVERY_GROUP, FeedEntry
 from service.webhook_signing import WebhookSecret
 from service.webhooks.entries import Delivery
 from service.webhooks.sender import Attempt, Outcome, Sender
-from service.webhooks.worker import backoff_seconds, log_attempt
+from service.webhooks.worker import backoff_seconds, is_last, log_attempt
 
 logger = logging.getLogger(__name__)
 
@@ -70,8 +70,7 @@ class LocalDeliveries:
         if entry.url:
             now = self._clock()
             # The stream id the worker would see: the save's time, from which latency is told.
-            self._queue(Delivery(entry.id, entry.url, entry.body, entry.subject, entry.type,
-                                 f"{int(now * 1000)}-0"), now)
+            self._queue(Delivery.of_entry(entry, f"{int(now * 1000)}-0"), now)
 
     def close(self) -> None:
         """Stop the threads after their attempts in flight; what waits is dropped."""
@@ -124,7 +123,7 @@ class LocalDeliveries:
     def _record(self, delivery: Delivery, result: Attempt) -> None:
         if result.outcome is Outcome.DELIVERED:
             log_attempt(logging.INFO, "webhook delivered", SHARD, delivery, result)
-        elif result.outcome is Outcome.REFUSED or delivery.attempt >= self._max_attempts:
+        elif is_last(delivery, result, self._max_attempts):
             log_attempt(logging.WARNING, "webhook given up", SHARD, delivery, result)
         else:
             delay = backoff_seconds(delivery.attempt, *self._backoff, self._draw)

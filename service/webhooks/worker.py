@@ -149,6 +149,12 @@ def backoff_seconds(attempt: int, base: float, cap: float, draw: Callable[[], fl
     return draw() * min(cap, base * 2 ** (attempt - 1))
 
 
+def is_last(delivery: Delivery, result: Attempt, max_attempts: int) -> bool:
+    """Whether an attempt that did not deliver ends its delivery: refused (another try would
+    be refused too), or its ``max_attempts``-th."""
+    return result.outcome is Outcome.REFUSED or delivery.attempt >= max_attempts
+
+
 def postponed_wait(postponed: int, base: float, cap: float, draw: Callable[[], float] = random.random) -> float:
     """The wait of an attempt put off ``postponed`` times before (from 0): ``base`` doubled
     each time up to ``cap``, then up to twice that (jitter spreads a receiver's backlog)."""
@@ -434,7 +440,7 @@ class Worker:
             latency = max(self._clock() - delivery.enqueued_at, 0.0)
             self._finish(FinishStep(shard, source, handle, "done"), lambda: self.metrics.latency.observe(latency))
             log_attempt(logging.INFO, "webhook delivered", shard, delivery, result)
-        elif result.outcome is Outcome.REFUSED or delivery.attempt >= self.settings.max_attempts:
+        elif is_last(delivery, result, self.settings.max_attempts):
             self._dead_letter(shard, source, handle, delivery, result)
             log_attempt(logging.WARNING, "webhook given up", shard, delivery, result)
         else:

@@ -13,7 +13,9 @@ import redis
 from service import ids
 from service.store import RedisStore, store_from_url
 from service.store.feed import DELIVERY_GROUP, FeedEntry
+from service.store.errors import StoreError
 from service.store.feed_redis import RedisFeed
+from tests.redis_servers import RedisServer
 from service.store.keys import game_keys
 from service.store.timers import DEADLINE_TIMER, Timer
 from tests.store.support import effects, new_id
@@ -74,6 +76,27 @@ def test_a_webhook_in_the_feed_outlives_a_trimming_that_knows_only_the_other_gro
     feed.trim(("ratings", "streams"))
     assert [read.entry for read in feed.read(DELIVERY_GROUP, "worker", 1000, 0, (shard,))
             if read.entry.subject == game_id] == [hook]
+
+
+def test_a_webhook_written_while_redis_is_down_fails_and_makes_the_group_once_it_is_back(tmp_path) -> None:
+    """The deliveries' group is made before the write, and the shard counts as ready only once
+    it is: a failed attempt (503 for the request) leaves it to be made by the next write."""
+    server = RedisServer(tmp_path / "redis").start()
+    store = store_from_url(server.url, prefix="down:")
+    client = server.client()
+    try:
+        game_id = new_id()
+        hook = FeedEntry(f"wh_{game_id}_1_turn", "game", game_id, "turn", "", "{}", "https://hooks.example/x")
+        server.kill()
+        with pytest.raises(StoreError):
+            store.create(game_id, "s", 1, effects("e1", feed=(hook,)))
+        server.start()
+        store.create(game_id, "s", 1, effects("e1", feed=(hook,)))
+        assert DELIVERY_GROUP in [info["name"] for info in client.xinfo_groups(game_keys("down:", game_id).feed)]
+    finally:
+        client.close()
+        store.close()
+        server.stop()
 
 
 def test_the_deadline_timer_follows_timed_games_only(redis_store) -> None:

@@ -15,6 +15,7 @@ from redis.cluster import RedisCluster
 
 from service import ids
 from service.store.feed import NO_OWNER, FeedEntry
+from service.store.streams import id_order
 from service.webhooks.entries import FEED, GROUP, OUTBOX, ShardKeys
 
 T = TypeVar("T")
@@ -107,12 +108,7 @@ def read_and_acknowledged(client: Redis | RedisCluster, feed: str) -> bool:
     group = next((info for info in client.xinfo_groups(feed) if info["name"] == GROUP), None)
     if group is None or group["pending"]:
         return False
-    return _parsed(group["last-delivered-id"]) >= _parsed(client.xinfo_stream(feed)["last-generated-id"])
-
-
-def _parsed(stream_id: str) -> tuple[int, int]:
-    milliseconds, _, sequence = stream_id.partition("-")
-    return int(milliseconds), int(sequence)
+    return id_order(group["last-delivered-id"]) >= id_order(client.xinfo_stream(feed)["last-generated-id"])
 
 
 def deliveries_settled(client: Redis | RedisCluster, prefix: str) -> bool:

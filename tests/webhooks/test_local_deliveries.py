@@ -129,11 +129,16 @@ def test_a_hanging_receiver_neither_holds_up_apply_nor_lets_the_queue_grow(secre
         receiver.close()
 
 
-def test_an_entry_without_a_url_is_nothing_to_deliver(secret: str) -> None:
-    local = deliveries(secret)
-    local.apply(entry(""))
-    assert local.waiting == 0
-    local.close()
+def test_an_entry_without_a_url_is_nothing_to_deliver(secret: str, caplog) -> None:
+    caplog.set_level(logging.DEBUG, logger="service.webhooks")
+    local = deliveries(secret, threads=1)
+    try:
+        local.apply(entry(""))
+        assert local.waiting == 0
+        time.sleep(0.3)  # an attempt queued and taken at once would have logged its ending by now
+        assert [record for record in caplog.records if record.name.startswith("service.webhooks")] == []
+    finally:
+        local.close()
 
 
 def test_ginrummy_serve_alone_calls_a_matchs_callback(secret: str, tmp_path) -> None:
