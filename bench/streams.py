@@ -40,8 +40,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT)]
 
 import redis  # noqa: E402
+import uvloop  # noqa: E402
 
 from bench.bench_redis import bench_redis  # noqa: E402
+from bench.callbacks import redis_cpu_seconds  # noqa: E402
+from bench.load import cpu_seconds  # noqa: E402
 
 from tests.e2e.waiters import HealthProbe, Mover, changed, command_calls, create_games, percentile  # noqa: E402
 from tests.gunicorn_server import TEST_API_KEY, GunicornServer  # noqa: E402
@@ -108,6 +111,32 @@ class Stream:
             self.writer.close()
 
 
+class CpuShare:
+    """The CPU the workers, Redis and this load generator use from now until ``share()``, each
+    as a share of one core: on two cores, a generator that takes much leaves the server less."""
+
+    def __init__(self, server: GunicornServer, client: redis.Redis) -> None:
+        self.server = server
+        self.client = client
+        self.started = time.monotonic()
+        self.before = self._used()
+
+    def _used(self) -> tuple[float, float, float]:
+        workers = 0.0
+        for pid in self.server.worker_pids():
+            try:
+                workers += cpu_seconds(pid)
+            except OSError:
+                pass
+        return workers, redis_cpu_seconds(self.client), time.process_time()
+
+    def share(self) -> str:
+        elapsed = time.monotonic() - self.started
+        workers, store, generator = (after - before for after, before in zip(self._used(), self.before))
+        return (f"CPU, share of a core: workers {workers / elapsed:.0%}, Redis {store / elapsed:.0%}, "
+                f"this generator {generator / elapsed:.0%}")
+
+
 def worker_rss(pids: set[int]) -> int:
     """The resident memory of these processes, in bytes."""
     total = 0
@@ -138,9 +167,11 @@ async def run(options, server: GunicornServer, client: redis.Redis) -> None:
     movers = [Mover(port, seed, options.interval, create_headers=KEY) for seed in range(options.movers)]
     for mover in movers:
         await mover.start()
+    cpu = CpuShare(server, client)
     moves, health = await play(movers, options.seconds, port)
     print(f"\nwithout streams, {options.seconds:.0f} s: {len(moves)} moves, p50 {ms(percentile(moves, 0.5))}, "
           f"p99 {ms(percentile(moves, 0.99))}; /healthz p99 {ms(percentile(health, 0.99))}, max {ms(max(health))}")
+    print(f"  {cpu.share()}")
 
     idle_games = [game["game"]["id"] for game in await create_games(port, options.games, KEY)]
     for mover in movers:  # a fresh match each, so that its streams see it from its start
@@ -181,6 +212,7 @@ async def run(options, server: GunicornServer, client: redis.Redis) -> None:
           f"{(rss_after - rss_before) / max(opened, 1) / 1024:.1f} KiB per open stream")
 
     before = command_calls(client)
+    cpu = CpuShare(server, client)
     quiet_start = time.monotonic()
     beats_before = sum(stream.heartbeats for stream in streams)
     await asyncio.sleep(QUIET_SECONDS)
@@ -188,10 +220,13 @@ async def run(options, server: GunicornServer, client: redis.Redis) -> None:
     beats = sum(stream.heartbeats for stream in streams) - beats_before
     print(f"quiet {QUIET_SECONDS:.0f} s: {sum(not s.ended for s in streams)} streams open, {beats} heartbeats "
           f"received; Redis commands: {sum(quiet.values()) / (time.monotonic() - quiet_start):.2f}/s {quiet or ''}")
+    print(f"  {cpu.share()}")
 
     done_before = {id(mover): len(mover.moves) for mover in movers}
     before = command_calls(client)
+    cpu = CpuShare(server, client)
     moves, health = await play(movers, options.seconds, port)
+    shares = cpu.share()
     played = changed(before, command_calls(client))
     by_game: dict[str, list[Stream]] = {}
     for stream in streams:
@@ -209,6 +244,7 @@ async def run(options, server: GunicornServer, client: redis.Redis) -> None:
     print(f"with streams, {options.seconds:.0f} s: {len(moves)} moves, p50 {ms(percentile(moves, 0.5))}, "
           f"p99 {ms(percentile(moves, 0.99))}; /healthz p99 {ms(percentile(health, 0.99))}, max {ms(max(health))}; "
           f"Redis {sum(played.values()) / max(len(moves), 1):.1f} commands per move")
+    print(f"  {shares}")
     print(f"  move's response -> its event on each stream of the match: {len(delivery)} deliveries, "
           f"p50 {ms(percentile(delivery, 0.5))}, p99 {ms(percentile(delivery, 0.99))}, "
           f"max {ms(max(delivery, default=float('nan')))}; not received: {missing} (streams of matches "
@@ -247,7 +283,7 @@ def main() -> None:
         try:
             server.start()
             with redis.Redis.from_url(store.url) as client:
-                asyncio.run(run(options, server, client))
+                uvloop.run(run(options, server, client))
         finally:
             server.stop()
     print(f"load average {os.getloadavg()[0]:.2f} at the end")

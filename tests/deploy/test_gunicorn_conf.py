@@ -126,21 +126,49 @@ def test_a_named_metrics_directory_is_created_and_emptied_at_start(tmp_path, mon
 def probe_app(environ, start_response):
     """What a worker of the service's gunicorn sees: its pid, whether the standard library is
     cooperative, whether a lock made when the master imported the app's modules is gevent's
-    (the master must patch before it imports them), and its garbage collector's settings."""
+    (the master must patch before it imports them), and its garbage collector's settings; at
+    /young, how many objects made while as many were freed are still young a while later."""
     import gc
 
     from gevent.monkey import is_module_patched
     from prometheus_client import REGISTRY
 
-    body = json.dumps({
+    if environ["PATH_INFO"] == "/young":
+        return respond_json(young_objects_left(), start_response)
+    return respond_json({
         "pid": os.getpid(),
         "patched": [name for name in ("socket", "threading", "time", "select", "ssl") if is_module_patched(name)],
         "lock_made_in_master": type(REGISTRY._lock).__module__,
         "frozen_objects": gc.get_freeze_count(),
         "gc_threshold": gc.get_threshold(),
-    }).encode()
+    }, start_response)
+
+
+def respond_json(value: object, start_response) -> list[bytes]:
+    body = json.dumps(value).encode()
     start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
     return [body]
+
+
+YOUNG_TRIAL_OBJECTS = 50_000
+
+
+def young_objects_left() -> dict:
+    """Replace YOUNG_TRIAL_OBJECTS old objects one by one with new ones (what the heartbeats
+    of thousands of streams do: the collector's count of allocations does not grow), then wait
+    a few of the worker's young-collection periods: how many objects were young right after,
+    and how many are still young after the wait."""
+    import gc
+
+    import gevent
+
+    kept = [[] for _ in range(YOUNG_TRIAL_OBJECTS)]
+    gc.collect(1)  # they are old now
+    for index in range(YOUNG_TRIAL_OBJECTS):
+        kept[index] = []
+    made = len(gc.get_objects(0))
+    gevent.sleep(gunicorn_conf.YOUNG_COLLECTION_SECONDS * 30)
+    return {"young_after_making": made, "young_after_waiting": len(gc.get_objects(0)) + len(gc.get_objects(1))}
 
 
 @pytest.fixture
@@ -163,6 +191,12 @@ def test_workers_keep_startup_objects_out_of_full_collections(probed: GunicornSe
     seen = requests.get(probed.url + "/", timeout=5).json()
     assert seen["frozen_objects"] > 100_000  # the modules the master imported, and the app
     assert seen["gc_threshold"][2] == gunicorn_conf.FULL_COLLECTION_EVERY
+
+
+def test_workers_collect_young_objects_by_time_when_allocations_balance_deallocations(probed) -> None:
+    seen = requests.get(probed.url + "/young", timeout=10).json()
+    assert seen["young_after_making"] >= YOUNG_TRIAL_OBJECTS  # the collector's own count did not start one
+    assert seen["young_after_waiting"] < YOUNG_TRIAL_OBJECTS / 10, seen
 
 
 def wait_for_workers(server: GunicornServer, ready: Callable[[set[int]], bool], seconds: float = 10) -> set[int]:
