@@ -6,20 +6,16 @@ the player to move (their view), like a real client would.
 from __future__ import annotations
 
 import random
-import time
 from dataclasses import dataclass
 
 import requests
 
+from tests.e2e.sessions import FreshSession
 from tests.gunicorn_server import TEST_API_KEY
 
 # Event types that are a player's action: each one raises the game's version by one.
 ACTION_EVENTS = ("draw", "pass", "discard", "knock", "layoff", "advice")
 REQUEST_TIMEOUT = 10.0
-# A server closes a keep-alive connection left idle for its keep-alive time (5 s shipped); a
-# request sent as it closes is reset and, not being safe to repeat, fails. Well below that
-# time this client opens a new connection instead of reusing an idle one.
-IDLE_REUSE_SECONDS = 2.0
 
 
 @dataclass(frozen=True)
@@ -93,23 +89,18 @@ def bearer(token: str | None) -> dict[str, str]:
 
 
 class ApiClient:
-    """The v1 API on ``base_url`` over one keep-alive ``requests.Session`` (one per thread)."""
+    """The v1 API on ``base_url`` over one keep-alive ``FreshSession`` (one per thread)."""
 
     def __init__(self, base_url: str, timeout: float = REQUEST_TIMEOUT):
         self.base_url = base_url.rstrip("/")
-        self.session = requests.Session()
+        self.session = FreshSession()
         self.timeout = timeout
-        self.last_request = time.monotonic()
 
     def close(self) -> None:
         self.session.close()
 
     def request(self, method: str, path: str, token: str | None = None, **kwargs) -> requests.Response:
         headers = {**bearer(token), **kwargs.pop("headers", {})}
-        now = time.monotonic()
-        if now - self.last_request > IDLE_REUSE_SECONDS:
-            self.session.close()  # drops the idle connections; the session opens new ones
-        self.last_request = now
         return self.session.request(method, self.base_url + path, headers=headers, timeout=self.timeout, **kwargs)
 
     def create(self, variant: str = "classic", names: list[str] | None = None, **extra) -> Game:

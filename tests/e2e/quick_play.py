@@ -16,6 +16,7 @@ import requests
 from redis import Redis
 from redis.cluster import RedisCluster
 
+from tests.e2e.sessions import FreshSession
 from tests.gunicorn_server import TEST_API_KEY
 
 SEATS = {"classic": 2, "box": 3}
@@ -35,7 +36,7 @@ class TicketsApi:
     def _session(self) -> requests.Session:
         session = getattr(self._local, "session", None)
         if session is None:
-            session = self._local.session = requests.Session()
+            session = self._local.session = FreshSession()
             with self._lock:
                 self._sessions.append(session)
         return session
