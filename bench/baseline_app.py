@@ -4,7 +4,7 @@
 and writes it back with a compare-and-set on the version in one Lua script that also appends
 one event, like the service's save (service/store/redis.py): one read and one write round
 trip, and nothing else (no rules, no views, no validation, no logging). bench/load.py runs
-it under the service's own gunicorn settings and divides the service's moves/s by its.
+it under the service's own gunicorn settings and sets the service's CPU per request against its.
 
     gunicorn -c python:service.gunicorn_conf bench.baseline_app:app   (REDIS_URL, KEY_PREFIX)
 
