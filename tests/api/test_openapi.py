@@ -239,9 +239,17 @@ def test_the_document_names_its_publisher_server_and_rules(spec):
     assert target == CHECKED_IN.parents[1] / "docs" / "rules.md" and target.is_file()
 
 
-def test_the_rules_link_works_from_the_served_docs_page(app, spec):
-    # Swagger UI writes the link as given; the browser resolves it against the page /docs.
-    path = urlsplit(urljoin("http://service.example/docs", spec["externalDocs"]["url"])).path
+def test_the_docs_page_is_also_at_its_address_with_a_slash(app):
+    client = app.test_client()
+    slashed = client.get("/docs/")
+    assert slashed.status_code == 200 and slashed.mimetype == "text/html"
+    assert slashed.get_data() == client.get("/docs").get_data()
+
+
+@pytest.mark.parametrize("page", ["/docs", "/docs/"])
+def test_the_rules_link_works_from_the_served_docs_page(app, spec, page):
+    # Swagger UI writes the link as given; the browser resolves it against the page's address.
+    path = urlsplit(urljoin(f"http://service.example{page}", spec["externalDocs"]["url"])).path
     response = app.test_client().get(path)
     assert response.status_code == 200 and response.mimetype == "text/markdown"
     assert response.get_data(as_text=True) == (CHECKED_IN.parents[1] / "docs" / "rules.md").read_text(encoding="utf-8")

@@ -76,7 +76,8 @@ class OpenApiDocument(MethodView):
         return Response(openapi_text(current_app), mimetype="application/json")
 
 
-@blp.route("/docs", endpoint="ui")
+# A browser's /docs/ is the same page (its links are absolute), not a 404.
+@blp.route("/docs", endpoint="ui", strict_slashes=False)
 class SwaggerUi(MethodView):
     @blp.doc(operationId="getDocs", security=NO_CREDENTIALS)
     @blp.response(200, HTML_PAGE, content_type="text/html", description="Swagger UI")
