@@ -4,8 +4,9 @@ Gunicorn and Werkzeug's development server answer a request they cannot parse (a
 or headers over their limits, a malformed header) with an HTML page. Clients of this API branch
 on problem+json codes, so those answers use the same format, with the security headers and a
 request id of every other answer (service/gunicorn_conf.py and service/dev_server.py write
-them). The parser's message is never echoed: it can quote the client's request line or headers
-(tokens among them).
+them). A code the app answers too has the app's title (one title per code: a client may show
+it); the codes only a server answers have the status's phrase. The parser's message is never
+echoed: it can quote the client's request line or headers (tokens among them).
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import http
 from service.middleware.request_ids import REQUEST_ID_HEADER, new_request_id
 from service.middleware.security_headers import DATA_ANSWER_HEADERS
 from service.problems import PROBLEM_MIMETYPE, problem_body
+from service.rules.errors import title_of
 
 PROTOCOL_PROBLEMS = {
     400: ("invalid_request", "the request is not valid HTTP (request line or headers)"),
@@ -32,7 +34,7 @@ def protocol_problem(status: int) -> tuple[str, list[tuple[str, str]], bytes]:
     server refused; the connection is closed after it."""
     code, detail = PROTOCOL_PROBLEMS.get(status, UNFORESEEN)
     phrase = http.HTTPStatus(status).phrase
-    body = problem_body(status, code, phrase, detail).encode()
+    body = problem_body(status, code, title_of(code) or phrase, detail).encode()
     headers = [("Connection", "close"), ("Content-Type", PROBLEM_MIMETYPE), ("Content-Length", str(len(body))),
                (REQUEST_ID_HEADER, new_request_id()), *DATA_ANSWER_HEADERS]
     return phrase, headers, body
