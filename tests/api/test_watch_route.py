@@ -34,5 +34,13 @@ def test_the_page_and_its_files_come_from_the_service(any_app):
     stream.close()
 
 
+def test_the_page_is_also_at_its_address_with_a_slash(any_app):
+    client = any_app.test_client()
+    table = Table.open(any_app, client, "classic", seed=3)
+    slashed = client.get(f"/watch/{table.game_id}/")
+    assert slashed.status_code == 200 and slashed.headers["Content-Security-Policy"] == DOCS_POLICY
+    assert slashed.get_data() == client.get(f"/watch/{table.game_id}").get_data()
+
+
 def test_a_malformed_id_is_not_found(any_app):
     assert_problem(any_app.test_client().get("/watch/not-a-game"), 404, "game_not_found")

@@ -26,7 +26,8 @@ PAGE = STATIC.joinpath("watch.html").read_text(encoding="utf-8")
 ASSET_MAX_AGE_SECONDS = 3600
 
 
-@blp.route("/watch/<game_id>", endpoint="page", parameters=[GAME_ID_PARAMETER])
+# A shared link may gain a trailing slash; the page's own links are absolute, so it works there too.
+@blp.route("/watch/<game_id>", endpoint="page", parameters=[GAME_ID_PARAMETER], strict_slashes=False)
 class WatchPage(MethodView):
     @blp.doc(operationId="watchGame", security=NO_CREDENTIALS)
     @blp.response(200, HTML_PAGE, content_type="text/html", description="The watch page")
