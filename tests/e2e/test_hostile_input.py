@@ -20,6 +20,7 @@ import pytest
 from tests.e2e.players import ApiClient, Game, Move
 from tests.e2e.stored_games import key_count, untouched_marker
 from tests.gunicorn_server import GunicornServer
+from tests.middleware.test_protocol_problems import APP_TITLES
 
 PROBLEM = "application/problem+json"
 BODY_CAP = 65536  # the service's default MAX_CONTENT_LENGTH
@@ -243,10 +244,6 @@ def test_names_in_any_script_with_emoji_are_kept_exactly(module_service: Gunicor
     client.close()
     assert response.status_code == 201, response.text
     assert response.json()["players"][0]["name"] == names[2]
-
-
-# The title the app gives a code that gunicorn answers too (as the OpenAPI document shows it).
-APP_TITLES = {"invalid_request": "The request is malformed"}
 
 
 @pytest.mark.parametrize(
