@@ -73,9 +73,10 @@ PLAYERS = [{"name": "Ann"}, {"name": "Bob"}]
 ROUND_TRIP_COMMANDS = ("hmget", "evalsha", "eval", "lrange", "ping", "script|load")
 # The players create their matches without an API key, as many as they finish.
 SERVICE_SETTINGS = {"ALLOW_ANONYMOUS_CREATE": "true", "CREATE_QUOTA_PER_MINUTE": "0"}
-# Throughput on two shared cores follows the neighbours: the service's moves/s against the
-# baseline's and one worker's against two are printed for context, not judged.
-TARGETS = {"cpu_ratio": 1.6, "callbacks": 0.90}
+# The one figure judged: the service's CPU per request against the baseline's, same run.
+# Throughput on two shared cores follows the neighbours: every moves/s ratio (service against
+# baseline, two workers against one, with callbacks against without) is printed for context.
+CPU_RATIO_TARGET = 1.6
 
 Transport = Callable[[str, str, object, dict], tuple[int, dict | None]]
 
@@ -634,8 +635,7 @@ def print_callbacks(options, plain: Totals, hooked: Totals, hooked_runs: list[Ma
                     url: str, prefix: str, drains: list[tuple[callbacks.Queues, int, callbacks.Queues, float]]) -> None:
     ratio = hooked.moves_per_second / plain.moves_per_second
     print(f"\nmoves/s with / without callbacks, all runs of each kind: {hooked.moves_per_second:,.0f} / "
-          f"{plain.moves_per_second:,.0f} = {ratio:.1%} (target >= {TARGETS['callbacks']:.0%}: "
-          f"{'met' if ratio >= TARGETS['callbacks'] else 'not met'})")
+          f"{plain.moves_per_second:,.0f} = {ratio:.1%} (context, not a target)")
     # Throughput follows the other load on a shared machine; CPU per move hardly does. When
     # the bench is CPU-bound, moves/s goes as the inverse of the CPU a move costs.
     per_move = [plain.ms_per_move(), hooked.ms_per_move()]
@@ -908,7 +908,7 @@ def main() -> None:
             print(f"\nservice / baseline moves/s: {ratio:.0%} (context, not a target)")
             cpu_ratio = service.server_ms_per_request() / baseline.server_ms_per_request()
             print(f"service / baseline CPU per request: {service.server_ms_per_request():.3f} / "
-                  f"{baseline.server_ms_per_request():.3f} ms = {cpu_ratio:.2f}x (target <= {TARGETS['cpu_ratio']}x)")
+                  f"{baseline.server_ms_per_request():.3f} ms = {cpu_ratio:.2f}x (target <= {CPU_RATIO_TARGET}x)")
             if options.paced_share > 0:
                 paced = run_service(options, url, f"{prefix}paced:", options.workers, Path(directory) / "paced",
                                     options.paced_share * service.moves_per_second)
