@@ -35,6 +35,9 @@ HEARTBEAT = 15  # STREAM_HEARTBEAT_SECONDS, shipped
 # interval after it last took something, then its connection closes once what waits is taken,
 # or resets after CLOSE_DRAIN_SECONDS; plus room for a busy machine.
 BOUND = HEARTBEAT + CLOSE_DRAIN_SECONDS + 10
+READER_BUFFER = 4096  # the never-reading client's SO_RCVBUF
+# More than its kernel can take in: Linux keeps twice what is asked, payload and bookkeeping.
+UNTAKEABLE_BYTES = 4 * READER_BUFFER
 
 
 class StreamClient:
@@ -153,7 +156,7 @@ def test_a_dropped_stream_frees_its_place_at_once_and_resumes_on_another_server(
 def test_a_reader_that_never_reads_is_cut_off(service) -> None:
     game_id, tokens, _ = create(service.url)
     reader = socket.socket()
-    reader.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    reader.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, READER_BUFFER)
     reader.connect(("127.0.0.1", service.port))
     reader.sendall(f"GET /v1/games/{game_id}/stream HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
     port = reader.getsockname()[1]
@@ -162,25 +165,33 @@ def test_a_reader_that_never_reads_is_cut_off(service) -> None:
         def waiting() -> int:
             return sum(server_side_queues(service.port, {port}).values())
 
-        # Moves until what the reader's kernel takes in is full and bytes wait at the server (the
-        # client's kernel packs what it holds, so when is not known beforehand).
+        # Moves until more waits at the server than the reader's kernel could ever take in. The
+        # kernel packs what it holds, now and then taking in over a kilobyte at once: with less
+        # waiting it took in all of it, then every heartbeat, and the reader looked like one
+        # that reads.
         for moves in range(0, 300, 10):
             play(service.url, game_id, tokens, 10, seed=moves)
             time.sleep(0.5)
-            if waiting() and (time.sleep(0.5) or waiting()):
+            if waiting() >= UNTAKEABLE_BYTES:
                 break
-        opened = time.monotonic()  # the last event: from now on nothing is taken of what waits
-        held = 0
+        # From the last event, or the last bytes the reader's kernel took in after it (the
+        # service counts that as reading), the cut is one heartbeat interval away.
+        opened = time.monotonic()
+        held = last = waiting()
+        assert held >= UNTAKEABLE_BYTES, f"only {held} bytes wait after {moves + 10} moves"
         while not closed_by_server(reader) and time.monotonic() - opened < BOUND + 15:
-            held = max(held, sum(server_side_queues(service.port, {port}).values()))
+            now = waiting()
+            if now < last:
+                opened = time.monotonic()
+            held, last = max(held, now), now
             time.sleep(0.25)
         cut_after = time.monotonic() - opened
         cut = closed_by_server(reader)
         health = requests.get(f"{service.url}/healthz", timeout=5)
     finally:
         reader.close()
-    print(f"\na stream reader that reads nothing: cut off {cut_after:.1f} s after the last event; the server's "
-          f"kernel held at most {held} bytes for it")
+    print(f"\na stream reader that reads nothing: cut off {cut_after:.1f} s after its kernel last took bytes; "
+          f"the server's kernel held at most {held} bytes for it")
     assert held > 0 and cut and cut_after <= BOUND
     assert held <= 2 * SEND_BUFFER_BYTES + 64 * 1024
     assert health.status_code == 200
