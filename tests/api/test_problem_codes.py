@@ -101,3 +101,33 @@ def test_every_code_the_service_answers_is_declared():
     answered = {**raised_codes(), **{code: "HTTP_CODES" for code in HTTP_CODES.values()}}
     assert len(answered) > 40  # the scan sees the service's refusals
     assert {code: where for code, where in answered.items() if title_of(code) is None} == {}
+
+
+def written_problems() -> list[tuple[str, str, str]]:
+    """Every problem the service's source writes with its code and title spelled out (the
+    middleware's, the metrics' bearer check, ...): (code, title, where). A constant is
+    followed to its module-level assignment."""
+    sources = {path: ast.parse(path.read_text(), filename=str(path)) for path in sorted(SOURCES.rglob("*.py"))}
+    constants = {target.id: node.value.value for tree in sources.values() for node in tree.body
+                 if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+                 for target in node.targets if isinstance(target, ast.Name)}
+
+    def value(node: ast.expr) -> object:
+        return node.value if isinstance(node, ast.Constant) else constants.get(getattr(node, "id", None))
+
+    found = []
+    for path, tree in sources.items():
+        for node in ast.walk(tree):
+            name = getattr(getattr(node, "func", None), "id", None)
+            if isinstance(node, ast.Call) and name in ("problem", "problem_body", "problem_json") and len(node.args) >= 3:
+                code, title = value(node.args[1]), value(node.args[2])
+                if isinstance(code, str) and isinstance(title, str):
+                    found.append((code, title, f"{path.relative_to(SOURCES)}:{node.lineno}"))
+    return found
+
+
+def test_a_problem_written_outside_the_refusals_has_its_codes_one_title():
+    build_app(REDIS_URL="memory://")  # imports every module that declares codes
+    written = written_problems()
+    assert {"payload_too_large", "rate_limited", "unauthorized"} <= {code for code, _, _ in written}
+    assert [(code, title, where) for code, title, where in written if title_of(code) not in (None, title)] == []
