@@ -23,6 +23,7 @@ from tests.api.conftest import build_app
 from tests.api.support import API_KEY, store_of
 from tests.api.test_errors import assert_problem
 from tests.api.test_retries import InterleavingStore, slip_in
+from tests.e2e.stored_games import invariant_violations, load_game
 
 TURN = 30
 START = 1_900_000_000.0  # a fixed moment (2030), so deadlines are exact
@@ -208,6 +209,19 @@ def test_a_missed_turn_is_played_by_any_request_that_loads_the_game(app, clock, 
     shown = view(app, game_id)
     assert [p["timeouts"] for p in shown["players"]] == list(after.timeouts)
     assert shown["hand"]["deadline"] == rules.iso_time(START + 2 * TURN)
+
+
+def test_a_settled_then_aborted_match_keeps_one_version_per_change(app, clock):
+    # What the schema fuzzer met: a match it created with a deadline, loaded after that deadline
+    # (the missed turn and the move played for it are saved), then aborted.
+    game_id, _ = create(app)
+    clock.move(TURN)
+    version = view(app, game_id)["version"]
+    aborted = app.test_client().post(f"/v1/games/{game_id}/abort", headers={"X-API-Key": API_KEY})
+    assert aborted.status_code == 200 and aborted.get_json()["version"] == version + 1
+    stored = load_game(store_of(app), game_id)
+    assert "timeout" in [event.type.value for event in stored.events]
+    assert invariant_violations(stored) == []
 
 
 class RunningClock(Clock):

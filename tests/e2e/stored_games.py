@@ -18,8 +18,9 @@ from service.rules.cards import DECK_SIZE, cards_of
 from service.store import RedisStore
 from tests.e2e.players import ACTION_EVENTS, Acknowledged
 
-# Events whose change also moves the version on: the moves, and ending or following a match.
-VERSIONED_EVENTS = (*ACTION_EVENTS, "resign", "abort", "rematch")
+# Events whose change also moves the version on: the moves, a missed turn (the move played for
+# the seat then is a version of its own), and ending or following a match.
+VERSIONED_EVENTS = (*ACTION_EVENTS, "timeout", "resign", "abort", "rematch")
 
 HAND_SIZE = 10
 # The engine's phase values (service/rules/hand.py), as the views spell them.
