@@ -126,9 +126,3 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
             fcntl.flock(main, fcntl.LOCK_UN)
             if exclusive:
                 fcntl.flock(turnstile, fcntl.LOCK_UN)
-        try:
-            yield
-        finally:
-            fcntl.flock(main, fcntl.LOCK_UN)
-            if exclusive:
-                fcntl.flock(turnstile, fcntl.LOCK_UN)
