@@ -79,12 +79,16 @@ def test_a_code_may_be_answered_with_another_status_under_its_one_title(registry
     assert "not_your_turn" in codes_of(400) and "not_your_turn" in codes_of(409)
 
 
+def source_trees() -> dict[Path, ast.Module]:
+    """The service's source files, parsed."""
+    return {path: ast.parse(path.read_text(), filename=str(path)) for path in sorted(SOURCES.rglob("*.py"))}
+
+
 def raised_codes() -> dict[str, str]:
     """Every code the service's source names as a refusal's: a ``code="..."`` argument or a
     class's ``code = "..."``, with where it stands."""
     found = {}
-    for path in sorted(SOURCES.rglob("*.py")):
-        tree = ast.parse(path.read_text(), filename=str(path))
+    for path, tree in source_trees().items():
         for node in ast.walk(tree):
             if isinstance(node, ast.keyword) and node.arg == "code" and isinstance(node.value, ast.Constant):
                 found[node.value.value] = f"{path.relative_to(SOURCES)}:{node.value.lineno}"
@@ -107,7 +111,7 @@ def written_problems() -> list[tuple[str, str, str]]:
     """Every problem the service's source writes with its code and title spelled out (the
     middleware's, the metrics' bearer check, ...): (code, title, where). A constant is
     followed to its module-level assignment."""
-    sources = {path: ast.parse(path.read_text(), filename=str(path)) for path in sorted(SOURCES.rglob("*.py"))}
+    sources = source_trees()
     constants = {target.id: node.value.value for tree in sources.values() for node in tree.body
                  if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
                  for target in node.targets if isinstance(target, ast.Name)}
