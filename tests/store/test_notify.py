@@ -13,7 +13,7 @@ import pytest
 import redis
 
 from service.store import RedisStore, store_from_url
-from service.store import hangups, notify, shutdown
+from service.store import notify, shutdown
 from service.store.errors import LongPollCapacity
 from service.store.keys import game_keys
 from tests.redis_servers import RedisServer
@@ -249,16 +249,3 @@ def callers_share_the_capped_pool(store: RedisStore, own_redis: RedisServer) -> 
     with own_redis.client() as client:
         others = int(client.info("clients")["connected_clients"]) - 1  # this inspecting one
     assert others <= 32
-
-
-def test_a_pacer_lets_a_lone_item_go_at_once_and_spaces_a_burst(monkeypatch) -> None:
-    now = [100.0]
-    monkeypatch.setattr(hangups.time, "monotonic", lambda: now[0])
-    pacer = hangups.Pacer(0.001, most=0.0035)
-    assert pacer.wait() == 0.0
-    now[0] += 1.0  # long after: alone again
-    assert [round(pacer.wait(), 6) for _ in range(4)] == [0.0, 0.001, 0.002, 0.003]
-    now[0] += 0.0025  # part of the burst's spacing has passed
-    assert round(pacer.wait(), 6) == 0.0015
-    # However long the burst, no item waits longer than ``most``.
-    assert [round(pacer.wait(), 6) for _ in range(4)] == [0.0025, 0.0035, 0.0035, 0.0035]
