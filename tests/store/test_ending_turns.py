@@ -1,7 +1,7 @@
 """Hung-up long-polls end one at a time, and the event loop polls its sockets between them.
 
 Under gevent (a process of its own, patched as the gunicorn worker is), 2,000 endings of
-0.5 ms of CPU each arrive as the hang-ups are noticed (one every 80 us), a second of work in
+0.5 ms of CPU each arrive in a burst of hang-ups (one every 80 us), a second of work in
 0.16 s; a ticker that sleeps 1 ms at a time stands for every other request of the worker.
 It must keep running throughout. When each ending waited on a timer of its own, the timers
 that the busy loop let fall due together ran back to back: the ticker ticked 13 times in that
