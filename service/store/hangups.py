@@ -63,7 +63,6 @@ class Watch:
     BATCH = 16
 
     def __init__(self, loop: Any, epoll: Callable[[], Any]) -> None:
-        self.loop = loop
         self._epoll = epoll()
         self._events = select.EPOLLIN | select.EPOLLRDHUP | select.EPOLLONESHOT
         self._watched: dict[int, tuple[socket.socket, Callable[[], None]]] = {}
@@ -101,7 +100,8 @@ class Watch:
                 hang_up()
 
 
-_watches: list[Watch] = []  # the worker's one, for its one event loop
+# The attribute of a gevent hub that holds the watch of its event loop.
+HUB_ATTRIBUTE = "ginrummy_hangups"
 
 
 @contextmanager
@@ -127,8 +127,9 @@ def hangup_watch(hang_up: Callable[[], None]) -> Iterator[None]:
 
 
 def _watch() -> Watch | None:
-    """The watch of this thread's gevent event loop when gevent patched the standard library
-    (which hides select.epoll: its calls here never block, so the original serves)."""
+    """The watch of this thread's gevent event loop, kept on the thread's hub, when gevent
+    patched the standard library (which hides select.epoll: its calls here never block, so the
+    original serves)."""
     try:
         from gevent import get_hub
         from gevent.monkey import get_original, is_module_patched
@@ -136,7 +137,9 @@ def _watch() -> Watch | None:
         return None
     if not is_module_patched("socket") or not hasattr(select, "EPOLLRDHUP"):
         return None
-    loop = get_hub().loop
-    if not _watches or _watches[0].loop is not loop:
-        _watches[:] = [Watch(loop, get_original("select", "epoll"))]
-    return _watches[0]
+    hub = get_hub()
+    watch = getattr(hub, HUB_ATTRIBUTE, None)
+    if watch is None:
+        watch = Watch(hub.loop, get_original("select", "epoll"))
+        setattr(hub, HUB_ATTRIBUTE, watch)
+    return watch

@@ -80,3 +80,46 @@ def test_a_burst_of_hang_ups_is_noticed_in_batches_while_the_loop_runs_on() -> N
         assert burst["noticed"] == list(range(1, 4000))  # all but the one that sent a request
         assert burst["all_noticed"] < 2, burst["all_noticed"]
     assert min(burst["max_gap"] for burst in bursts) < MAX_GAP_SECONDS, [burst["max_gap"] for burst in bursts]
+
+
+CLOSED_SCRIPT = """
+from service.gunicorn_worker import patch
+patch()
+import json, socket
+import gevent
+from gevent.event import Event
+from service.requester import REQUESTER
+from service.store.hangups import hangup_watch
+
+def watched(server_side, inside):
+    REQUESTER.set(server_side)
+    hung_up = Event()
+    with hangup_watch(hung_up.set):
+        inside(hung_up)
+    return hung_up
+
+figures = {}
+# A socket closed before its request waits: nothing to watch, the request ends as hung up.
+closed, peer = socket.socketpair()
+closed.close()
+figures["closed_before"] = gevent.spawn(watched, closed, lambda hung_up: None).get(timeout=5).is_set()
+# A socket closed while watched left the set with its descriptor; the watch ends without error
+# and the next socket, which gets the same descriptor, is watched as any.
+gone, gone_peer = socket.socketpair()
+gone_descriptor = gone.fileno()
+figures["closed_while_watched"] = gevent.spawn(watched, gone, lambda hung_up: gone.close()).get(timeout=5).is_set()
+after, after_peer = socket.socketpair()
+figures["same_descriptor"] = gone_descriptor in (after.fileno(), after_peer.fileno())
+gevent.spawn_later(0.05, after_peer.close)
+figures["next_noticed"] = gevent.spawn(watched, after, lambda hung_up: hung_up.wait(5)).get(timeout=10).is_set()
+print(json.dumps(figures))
+"""
+
+
+def test_a_socket_closed_before_or_while_it_is_watched_ends_its_watch_cleanly() -> None:
+    run = subprocess.run([sys.executable, "-c", CLOSED_SCRIPT], capture_output=True, text=True, timeout=60, check=True)
+    figures = json.loads(run.stdout)
+    assert figures["closed_before"] is True
+    assert figures["closed_while_watched"] is False
+    assert figures["same_descriptor"] is True
+    assert figures["next_noticed"] is True
