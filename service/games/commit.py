@@ -11,13 +11,14 @@ import hashlib
 import json
 import logging
 import zlib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from service import rules, tokens
 from service.games import notices
 from service.games.context import Context
 from service.games.errors import Unauthorized, Unprocessable
 from service.games.record import Record
+from service.rules.evolve import evolve
 from service.store.base import Effects, IdempotentResponse, Loaded
 from service.store.errors import StoreError
 
@@ -143,18 +144,20 @@ def effects_of(ctx: Context, game_id: str, after: Record, events: list[rules.Eve
     clock reading of the change, default now), deadline, webhooks (the turn ``before`` tells
     whether one begins) and, in ``index_and_reply``, the player index and the idempotent response."""
     match = after.match
-    announced = notices.notices(game_id, after, before, events, ctx.now())
+    scope = ctx.scope_of(after.owner)
+    announced = notices.notices(game_id, after, before, events, ctx.now()) \
+        if notices.read_by_anyone(scope, after.callback_url) else []
     # Milliseconds since the creation, floored like the creation time: a replay that applies each
     # action at its recorded time then reproduces the deadlines that the views showed.
     elapsed = max(int((ctx.now() if at is None else at) * 1000) - after.created_at_ms, 0)
     return Effects(
-        events=tuple(rules.encode_event(replace(event, elapsed_ms=elapsed)) for event in events),
+        events=tuple(rules.encode_event(evolve(event, elapsed_ms=elapsed)) for event in events),
         event_count=match.event_count,
         ttl=ttl,
         tombstone_ttl=ctx.settings.tombstone_ttl_seconds,
         timed=match.rules.turn_seconds is not None,
         deadline=deadline_of(match),
-        feed=notices.feed(announced, ctx.scope_of(after.owner), after.callback_url),
+        feed=notices.feed(announced, scope, after.callback_url),
         **index_and_reply,
     )
 

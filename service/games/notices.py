@@ -9,9 +9,10 @@ that caused it, so it stays the same across the worker's retries and consumers' 
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from enum import Enum
+
+import orjson
 
 from service import rules
 from service.games.record import Record
@@ -38,11 +39,17 @@ def feed(notices: list[Notified], scope: str | None, callback_url: str | None) -
     """The feed entries of a change's notices, for the API key ``scope`` and delivered to
     ``callback_url``; none when neither is set (nobody would read them: the match has no key to
     stream to, is not rated and has no webhook)."""
-    if scope is None and callback_url is None:
+    if not read_by_anyone(scope, callback_url):
         return ()
     owner = NO_OWNER if scope is None else scope
     return tuple(FeedEntry(notice.id, "game", notice.subject, notice.type, owner, notice.body, callback_url or "")
                  for notice in notices)
+
+
+def read_by_anyone(scope: str | None, callback_url: str | None) -> bool:
+    """Whether the notices of a match of ``scope`` with ``callback_url`` reach any reader (see
+    ``feed``): when not, a change need not even make them."""
+    return scope is not None or callback_url is not None
 
 
 @dataclass(frozen=True)
@@ -107,5 +114,5 @@ def _notified(game_id: str, record: Record, notice: Notice, seq: int, data: dict
             **data,
         },
     }
-    text = json.dumps(body, separators=(",", ":"))
+    text = orjson.dumps(body).decode()
     return Notified(f"wh_{game_id}_{seq}_{notice.value}", game_id, notice.value, text)

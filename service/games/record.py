@@ -11,12 +11,13 @@ import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import orjson
 
 from service import rules
 from service.ratings.bots import BOT_RATINGS
+from service.rules.evolve import evolve
 
 
 @dataclass(frozen=True)
@@ -77,14 +78,14 @@ class Record:
         return orjson.dumps(data).decode()
 
     def with_match(self, match: rules.Match) -> Record:
-        return replace(self, match=match)
+        return evolve(self, match=match)
 
     def acted(self, match: rules.Match, seat: int, now: float) -> Record:
         """This record with ``match``, the match after ``seat`` acted at ``now`` (one copy, not two:
         every move makes it)."""
         acted = list(self.acted_at or (0,) * len(self.seats))
         acted[seat] = int(now)
-        return replace(self, match=match, acted_at=tuple(acted))
+        return evolve(self, match=match, acted_at=tuple(acted))
 
     def last_acted(self, seat: int) -> int:
         """When ``seat`` last acted (epoch seconds), 0 if never."""

@@ -35,14 +35,16 @@ def init_security_headers(app: Flask) -> None:
     app.after_request(_secured)
 
 
-_HEADER_ITEMS = tuple(HEADERS.items())
+_HEADER_ITEMS = tuple((name.lower(), name, value) for name, value in HEADERS.items())
 _PAGE_PREFIXES = (DOCS_PREFIX + "/", WATCH_PREFIX)
 
 
 def _secured(response: Response) -> Response:
     headers = response.headers
-    for name, value in _HEADER_ITEMS:
-        if name not in headers:
+    # One pass over the names: a header werkzeug does not find costs it an exception.
+    present = {name.lower() for name, _ in headers}
+    for lowered, name, value in _HEADER_ITEMS:
+        if lowered not in present:
             headers.add(name, value)
     path = request.path
     is_page = path == DOCS_PREFIX or path.startswith(_PAGE_PREFIXES)

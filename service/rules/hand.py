@@ -7,12 +7,13 @@ events it produced, as drafts that the match numbers. It never sees more than tw
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from enum import Enum
 
 from .actions import ActionType, Discard, Draw, DrawSource, Knock, LayOff, Melds, Pass, TurnAction
 from .cards import CARD_BY_TEXT, Card, cards_of, mask_of, notation
 from .errors import IllegalMove
+from .evolve import evolve
 from .melds import (Arrangement, arrange, arrange_with_discard, best_layoff, check_arrangement, check_layoffs, deadwood_of, fits,
                     min_deadwood_mask)
 from .options import Rules
@@ -126,7 +127,7 @@ class Hand:
     shed: tuple[int, int] = (0, 0)
     declined: tuple[int, int] = (0, 0)
     deadline: float | None = None  # epoch seconds by which ``turn`` must act (turn_seconds)
-    # Arrangements computed for this very hand; ``replace`` makes a new hand with an empty cache.
+    # Arrangements computed for this very hand; a changed copy (``evolve``) starts with an empty cache.
     _arrangements: dict = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -201,7 +202,7 @@ class Hand:
 
     # --- changing -------------------------------------------------------------------------
     def _with_holding(self, seat: int, mask: int, **changes) -> Hand:
-        return replace(self, holdings=_pair(self.holdings, self.index_of(seat), mask), **changes)
+        return evolve(self, holdings=_pair(self.holdings, self.index_of(seat), mask), **changes)
 
     def apply(self, seat: int, action: TurnAction, rules: Rules) -> tuple[Hand | None, list[Draft], HandResult | None]:
         """Apply ``action`` by ``seat`` (whose turn the caller has checked).
@@ -245,9 +246,9 @@ class Hand:
         declined = _pair(self.declined, index, self.declined[index] | self.pile[-1].bit)
         drafts: list[Draft] = [("pass", seat, {"card": str(self.pile[-1])}, {})]
         if self.passes == 0:
-            return replace(self, passes=1, turn=self.dealer, declined=declined), drafts, None
+            return evolve(self, passes=1, turn=self.dealer, declined=declined), drafts, None
         # Both declined: the non-dealer opens with a forced draw from the stock.
-        return replace(self, passes=2, phase=Phase.DRAW, turn=self.non_dealer, stock_only=True,
+        return evolve(self, passes=2, phase=Phase.DRAW, turn=self.non_dealer, stock_only=True,
                        declined=declined), drafts, None
 
     def _check_discard(self, seat: int, card: Card) -> int:

@@ -8,7 +8,7 @@ version one higher and the numbered events of the change, or raises and changes 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import lru_cache
 from enum import Enum
@@ -18,6 +18,7 @@ from .cards import Card, cards_of, new_deck, notation
 from .deals import cut_label, deal_label, derive_deck
 from .errors import Forbidden, IllegalMove, InvalidInput
 from .events import Event, EventType
+from .evolve import evolve
 from .hand import Draft, Hand, HandResult, deal
 from .options import BOX, CLASSIC, SEATS, Rules
 
@@ -168,7 +169,7 @@ class Match:
         for n, (kind, seat, public, secret) in enumerate(drafts, start=self.event_count + 1):
             seen_by = self.watchers(seat) if secret and seat is not None else ()
             events.append(Event(n, EventType(kind), seat, self.deals or None, public, secret, seen_by, turn, bot))
-        return replace(self, event_count=self.event_count + len(drafts)), events
+        return evolve(self, event_count=self.event_count + len(drafts)), events
 
 
 def new_match(variant: str, names: list[str], rules: Rules, seed: str | int | None = None,
@@ -194,12 +195,12 @@ def new_match(variant: str, names: list[str], rules: Rules, seed: str | int | No
                      timeouts=(0,) * seats, server_seed=server_seed, client_seed=client_seed,
                      replayed_decks=replayed_decks)
     order, cut_drafts = _cut(unseated)
-    match = replace(unseated, dealer=order[0], captain=order[1] if variant == BOX else None,
+    match = evolve(unseated, dealer=order[0], captain=order[1] if variant == BOX else None,
                     sitter=order[2] if variant == BOX else None)
     dealt, deal_drafts = _deal_next(match, now)
     # The cut comes before any hand (no hand number) and announces the first turn.
     match, events = match._stamp(cut_drafts, turn=dealt.turn)
-    dealt, more = replace(dealt, event_count=match.event_count)._stamp(deal_drafts)
+    dealt, more = evolve(dealt, event_count=match.event_count)._stamp(deal_drafts)
     return dealt, events + more
 
 
@@ -224,7 +225,7 @@ def _deal_next(match: Match, now: float | None) -> tuple[Match, list[Draft]]:
     number = match.deals + 1
     deck = match.deck(deal_label(number))
     hand = deal(number, match.dealer, match.opponent_of_dealer, deck)
-    match = replace(match, deals=number, hand=_clocked(hand, match.rules, now), advice=())
+    match = evolve(match, deals=number, hand=_clocked(hand, match.rules, now), advice=())
     roles = [match.role(s).value for s in range(match.seat_count)]
     drafts: list[Draft] = [("deal", None, {"number": number, "dealer": match.dealer, "roles": roles,
                                            "upcard": str(hand.pile[-1]), "stock_count": len(hand.stock)},
@@ -238,7 +239,7 @@ def _clocked(hand: Hand, rules: Rules, now: float | None) -> Hand:
     """``hand`` with the deadline of the seat to act started at ``now`` (when turns are timed)."""
     if rules.turn_seconds is None or now is None:
         return hand
-    return replace(hand, deadline=now + rules.turn_seconds)
+    return evolve(hand, deadline=now + rules.turn_seconds)
 
 
 def apply(match: Match, seat: int, action, *, now: float | None = None, bot: bool = False) -> tuple[Match, list[Event]]:
@@ -279,7 +280,7 @@ def _play(match: Match, seat: int, action: TurnAction, now: float | None, bot: b
     next_hand, drafts, outcome = match.hand.apply(seat, action, match.rules)
     if next_hand is not None and next_hand.turn != seat:
         next_hand = _clocked(next_hand, match.rules, now)
-    match, events = replace(match, hand=next_hand, version=match.version + 1)._stamp(drafts, bot)
+    match, events = evolve(match, hand=next_hand, version=match.version + 1)._stamp(drafts, bot)
     if outcome is not None:
         match, more = _finish_hand(match, outcome, now)
         events = _with_turn(events, match.turn) + more
@@ -288,7 +289,7 @@ def _play(match: Match, seat: int, action: TurnAction, now: float | None, bot: b
 
 def _with_turn(events: list[Event], turn: int | None) -> list[Event]:
     """Events of a step that ended a hand: the turn they announce is the next hand's."""
-    return [replace(event, turn=turn) for event in events]
+    return [evolve(event, turn=turn) for event in events]
 
 
 def is_due(match: Match, now: float) -> bool:
@@ -307,7 +308,7 @@ def time_out(match: Match, now: float) -> tuple[Match, list[Event]]:
     seat, deadline = match.hand.turn, match.hand.deadline
     timeouts = list(match.timeouts)
     timeouts[seat] += 1
-    match = replace(match, timeouts=tuple(timeouts), version=match.version + 1)
+    match = evolve(match, timeouts=tuple(timeouts), version=match.version + 1)
     return match._stamp([("timeout", seat, {"deadline": iso_time(deadline), "timeouts": timeouts[seat]}, {})])
 
 
@@ -331,7 +332,7 @@ def _advise(match: Match, seat: int, action: Advise, bot: bool) -> tuple[Match, 
                           params={"limit": ADVICE_PER_HAND})
     suggested = None if action.action is None else action.action.to_json()
     advice = {"seat": seat, "message": action.message, "action": suggested}
-    match = replace(match, advice=match.advice + (advice,), version=match.version + 1)
+    match = evolve(match, advice=match.advice + (advice,), version=match.version + 1)
     return match._stamp([("advice", seat, {}, {"message": action.message, "action": suggested})], bot)
 
 
@@ -347,7 +348,7 @@ def resign(match: Match, seat: int) -> tuple[Match, list[Event]]:
 
 def note_rematch(match: Match, game_id: str) -> tuple[Match, list[Event]]:
     """Record in a finished match that its rematch is ``game_id``."""
-    match = replace(match, version=match.version + 1)
+    match = evolve(match, version=match.version + 1)
     return match._stamp([("rematch", None, {"game_id": game_id}, {})])
 
 
@@ -365,7 +366,7 @@ def _standing(match: Match) -> tuple[ResultLine, ...]:
 
 
 def _end(match: Match, result: MatchResult, drafts: list[Draft]) -> tuple[Match, list[Event]]:
-    match = replace(match, result=result, hand=None, advice=(), version=match.version + 1)
+    match = evolve(match, result=result, hand=None, advice=(), version=match.version + 1)
     return match._stamp(drafts + [("match_finished", None, result.as_dict(), {})])
 
 
@@ -375,15 +376,15 @@ def _finish_hand(match: Match, outcome: HandResult, now: float | None) -> tuple[
     if winner is not None:
         scores[winner] += points
         won[winner] += 1
-    match = replace(match, scores=tuple(scores), hands_won=tuple(won), last_hand=outcome, hand=None, advice=())
+    match = evolve(match, scores=tuple(scores), hands_won=tuple(won), last_hand=outcome, hand=None, advice=())
     scored: Draft = ("hand_scored", None, outcome.as_dict(), {})
     if winner is not None and scores[winner] >= match.rules.target_score:
         result = _final_result(match, winner)
-        return replace(match, result=result)._stamp([scored, ("match_finished", None, result.as_dict(), {})])
+        return evolve(match, result=result)._stamp([scored, ("match_finished", None, result.as_dict(), {})])
     dealt, deal_drafts = _deal_next(_rotate(match, winner), now)
     # The score belongs to the hand that ended, and announces the new hand's first turn.
     match, events = match._stamp([scored], turn=dealt.turn)
-    dealt, more = replace(dealt, event_count=match.event_count)._stamp(deal_drafts)
+    dealt, more = evolve(dealt, event_count=match.event_count)._stamp(deal_drafts)
     return dealt, events + more
 
 
@@ -392,10 +393,10 @@ def _rotate(match: Match, winner: int | None) -> Match:
     if winner is None:
         return match
     if match.variant == CLASSIC:
-        return replace(match, dealer=winner)
+        return evolve(match, dealer=winner)
     if winner == match.dealer:
-        return replace(match, captain=match.sitter, sitter=match.captain)
-    return replace(match, dealer=match.captain, captain=match.sitter, sitter=match.dealer)
+        return evolve(match, captain=match.sitter, sitter=match.captain)
+    return evolve(match, dealer=match.captain, captain=match.sitter, sitter=match.dealer)
 
 
 def _final_result(match: Match, winner: int) -> MatchResult:
