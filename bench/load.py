@@ -1,7 +1,7 @@
 """Load: complete matches played by concurrent simulated players against gunicorn + Redis,
 and in the same run the ceiling of the stack (bench/baseline_app.py under the same settings).
 
-    python bench/load.py [--clients 16] [--workers 2] [--seconds 20] [--scaling] [--paced-share 0.7]
+    python bench/load.py [--clients 16] [--workers 2] [--seconds 20] [--scaling] [--floor] [--paced-share 0.7]
                          [--idempotency-keys] [--max-requests N] [--redis-url URL]
     python bench/load.py --profile [--moves 3000]
     python bench/load.py --split [--moves 3000]
@@ -15,7 +15,9 @@ paced to the requests/s that paced run made, and the ratio of the two runs' CPU 
 that same rate (context; the saturated ratio is the one judged, CPU_RATIO_TARGET); Redis
 calls and round trips per move (INFO commandstats); Redis memory per active match (MEMORY
 USAGE, for state / events / idempotency responses); with --scaling the service's moves/s with
-1 and with 2 workers. --profile plays moves in-process (Flask test
+1 and with 2 workers; with --floor, saturated too, the service with its game logic taken out
+(bench/floor_app.py: the same requests through the same layers and Redis round trips, no rules)
+and its CPU per request against the baseline's. --profile plays moves in-process (Flask test
 client on Redis) under pyinstrument and prints where the time goes; --split plays them
 in-process without a profiler and prints a move's time, the game service's ``act`` in it,
 and a bare Flask JSON route's. --callbacks plays
@@ -68,6 +70,7 @@ from tests.webhooks.support import new_secret  # noqa: E402
 WARMUP_SECONDS = 2.0
 READ_EVERY = 10  # one move in this many is preceded by a read of the mover's view
 BASELINE_APP = "bench.baseline_app:app"
+FLOOR_APP = "bench.floor_app:app"
 PLAYERS = [{"name": "Ann"}, {"name": "Bob"}]
 # Commands that each start a round trip of the app to Redis: every load is a pipeline that
 # starts with HMGET (an Idempotency-Key adds a GET to the same pipeline), every save or create
@@ -424,12 +427,13 @@ def gunicorn_overrides(options) -> dict[str, str]:
 
 
 def run_service(options, redis_url: str, prefix: str, workers: int, directory: Path,
-                moves_per_second: float | None = None) -> Result:
+                moves_per_second: float | None = None, app: str = "service.wsgi:app", name: str = "service") -> Result:
     """The service saturated by the players, or with ``moves_per_second`` the players paced to
-    that many steps a second (a step is one move, now and then with a read or a creation)."""
+    that many steps a second (a step is one move, now and then with a read or a creation);
+    ``app`` names the WSGI app (FLOOR_APP: the service without its game logic)."""
     environment = {"REDIS_URL": redis_url, "KEY_PREFIX": prefix, "LOG_LEVEL": "WARNING", **SERVICE_SETTINGS,
                    **gunicorn_overrides(options)}
-    with gunicorn(directory, environment, workers, "service.wsgi:app", "/readyz") as server, \
+    with gunicorn(directory, environment, workers, app, "/readyz") as server, \
             redis.Redis.from_url(redis_url) as client:
         players = [ServicePlayer(HttpTransport(server.port), seed, options.idempotency_keys)
                    for seed in range(options.clients)]
@@ -439,7 +443,7 @@ def run_service(options, redis_url: str, prefix: str, workers: int, directory: P
         for player in players:
             player.send.close()
     paced = "" if moves_per_second is None else f", paced to {moves_per_second:,.0f} steps/s"
-    return Result(f"service, {workers} worker(s){paced}", options.seconds, tally, before, after)
+    return Result(f"{name}, {workers} worker(s){paced}", options.seconds, tally, before, after)
 
 
 def run_baseline(options, redis_url: str, prefix: str, directory: Path,
@@ -883,6 +887,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--seconds", type=float, default=20)
     parser.add_argument("--scaling", action="store_true", help="also run the service with 1 worker")
+    parser.add_argument("--floor", action="store_true",
+                        help="also run the service with its game logic taken out (bench/floor_app.py), saturated")
     parser.add_argument("--paced-share", type=float, default=0.7,
                         help="also run the service paced to this share of its saturated moves/s, then the baseline at "
                              "the requests/s that made, and compare their CPU per request (0: not)")
@@ -929,6 +935,12 @@ def main() -> None:
             print(f"\nservice / baseline moves/s: {ratio:.0%} (context, not a target)")
             print(f"service / baseline CPU per request, each saturated: {cpu_ratio_line(service, baseline)} "
                   f"(target <= {CPU_RATIO_TARGET}x)")
+            if options.floor:
+                floor = run_service(options, url, f"{prefix}floor:", options.workers, Path(directory) / "floor",
+                                    app=FLOOR_APP, name="floor (the service without its game logic)")
+                print_result(floor)
+                print(f"\nfloor / baseline CPU per request, each saturated: {cpu_ratio_line(floor, baseline)} "
+                      f"(context: what the request layers cost)")
             if options.paced_share > 0:
                 paced = run_service(options, url, f"{prefix}paced:", options.workers, Path(directory) / "paced",
                                     options.paced_share * service.moves_per_second)
