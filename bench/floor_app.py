@@ -17,10 +17,11 @@ baseline's is what the request layers cost; the service's over it, the game logi
 from __future__ import annotations
 
 from service.api.context import EXTENSION
+from service.app import create_app
 from service.games.commit import Reply, parsed, seat_of
 from service.store.base import Effects
-from service.wsgi import app
 
+app = create_app()
 _games = app.extensions[EXTENSION].games
 _views: dict[str, dict] = {}
 
