@@ -55,6 +55,30 @@ def test_a_match_on_the_embedded_store_calls_its_callback_signed(secret: str) ->
         receiver.close()
 
 
+def test_text_beyond_ascii_reaches_the_callback_as_utf8_and_verified(secret: str) -> None:
+    """A name and metadata beyond ASCII travel as UTF-8 (not as \\u escapes) and the signature,
+    made over those bytes, verifies."""
+    receiver = Receiver(secret).start()
+    app = build_app(REDIS_URL="memory://", WEBHOOK_SECRET=secret, WEBHOOK_ALLOWED_HOSTS=f"http://127.0.0.1:{receiver.port}",
+                    WEBHOOK_ALLOW_PRIVATE="true")
+    try:
+        client = app.test_client()
+        created = client.post("/v1/games", json={
+            "variant": "classic", "players": [{"name": "Zoë"}, {"name": "Robo", "bot": True}],
+            "metadata": {"club": "Café Ünter"}, "callback_url": receiver.url()})
+        assert created.status_code == 201, created.get_json()
+        game_id, token = created.get_json()["game"]["id"], created.get_json()["players"][0]["token"]
+        assert client.post(f"/v1/games/{game_id}/resign", headers={"Authorization": f"Bearer {token}"}).status_code == 200
+        received = receiver.wait_for(lambda got: any(json.loads(r.body)["type"] == "match_over" for r in got))
+        over = next(r for r in received if json.loads(r.body)["type"] == "match_over")
+        assert over.verified
+        assert '"name":"Zoë"' in over.body and '"club":"Café Ünter"' in over.body
+        assert json.loads(over.body)["data"]["players"][0]["name"] == "Zoë"
+    finally:
+        app.extensions["ginrummy.background"].stop()
+        receiver.close()
+
+
 def test_without_a_webhook_secret_nothing_is_called_and_the_start_says_so(secret: str, caplog) -> None:
     receiver = Receiver(secret).start()
     app = build_app(REDIS_URL="memory://", WEBHOOK_ALLOWED_HOSTS=f"http://127.0.0.1:{receiver.port}",
