@@ -941,6 +941,10 @@ def main() -> None:
                 print_result(floor)
                 print(f"\nfloor / baseline CPU per request, each saturated: {cpu_ratio_line(floor, baseline)} "
                       f"(context: what the request layers cost)")
+                room = CPU_RATIO_TARGET * baseline.server_ms_per_request() - floor.server_ms_per_request()
+                print(f"the service above its floor (its game logic): "
+                      f"{service.server_ms_per_request() - floor.server_ms_per_request():.3f} ms per request; "
+                      f"the target leaves it {room:.3f} ms")
             if options.paced_share > 0:
                 paced = run_service(options, url, f"{prefix}paced:", options.workers, Path(directory) / "paced",
                                     options.paced_share * service.moves_per_second)
