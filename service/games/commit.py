@@ -144,9 +144,6 @@ def effects_of(ctx: Context, game_id: str, after: Record, events: list[rules.Eve
     clock reading of the change, default now), deadline, webhooks (the turn ``before`` tells
     whether one begins) and, in ``index_and_reply``, the player index and the idempotent response."""
     match = after.match
-    scope = ctx.scope_of(after.owner)
-    announced = notices.notices(game_id, after, before, events, ctx.now()) \
-        if notices.read_by_anyone(scope, after.callback_url) else []
     # Milliseconds since the creation, floored like the creation time: a replay that applies each
     # action at its recorded time then reproduces the deadlines that the views showed.
     elapsed = max(int((ctx.now() if at is None else at) * 1000) - after.created_at_ms, 0)
@@ -157,7 +154,8 @@ def effects_of(ctx: Context, game_id: str, after: Record, events: list[rules.Eve
         tombstone_ttl=ctx.settings.tombstone_ttl_seconds,
         timed=match.rules.turn_seconds is not None,
         deadline=deadline_of(match),
-        feed=notices.feed(announced, scope, after.callback_url),
+        feed=notices.feed(ctx.scope_of(after.owner), after.callback_url,
+                          lambda: notices.notices(game_id, after, before, events, ctx.now())),
         **index_and_reply,
     )
 

@@ -9,6 +9,7 @@ that caused it, so it stays the same across the worker's retries and consumers' 
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 
@@ -35,21 +36,16 @@ def turn_mark(match: rules.Match) -> TurnMark:
     return None if match.hand is None else (match.hand.number, match.hand.turn)
 
 
-def feed(notices: list[Notified], scope: str | None, callback_url: str | None) -> tuple[FeedEntry, ...]:
-    """The feed entries of a change's notices, for the API key ``scope`` and delivered to
-    ``callback_url``; none when neither is set (nobody would read them: the match has no key to
-    stream to, is not rated and has no webhook)."""
-    if not read_by_anyone(scope, callback_url):
+def feed(scope: str | None, callback_url: str | None, announced: Callable[[], list[Notified]]) -> tuple[FeedEntry, ...]:
+    """The feed entries of the notices that ``announced`` makes, for the API key ``scope`` and
+    delivered to ``callback_url``; none when neither is set, and then the notices are not even
+    made (nobody would read them: the match has no key to stream to, is not rated and has no
+    webhook)."""
+    if scope is None and callback_url is None:
         return ()
     owner = NO_OWNER if scope is None else scope
     return tuple(FeedEntry(notice.id, "game", notice.subject, notice.type, owner, notice.body, callback_url or "")
-                 for notice in notices)
-
-
-def read_by_anyone(scope: str | None, callback_url: str | None) -> bool:
-    """Whether the notices of a match of ``scope`` with ``callback_url`` reach any reader (see
-    ``feed``): when not, a change need not even make them."""
-    return scope is not None or callback_url is not None
+                 for notice in announced())
 
 
 @dataclass(frozen=True)

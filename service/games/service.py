@@ -110,9 +110,9 @@ class GameService:
         if loaded.ratings is not None:
             return
         record = parsed(loaded)
-        announced = notices.rating_changed(game_id, record, changes, self.ctx.now())
-        self.ctx.store.note_ratings(game_id, json.dumps(changes, separators=(",", ":")),
-                                    notices.feed(announced, self.ctx.scope_of(record.owner), record.callback_url))
+        announced = notices.feed(self.ctx.scope_of(record.owner), record.callback_url,
+                                 lambda: notices.rating_changed(game_id, record, changes, self.ctx.now()))
+        self.ctx.store.note_ratings(game_id, json.dumps(changes, separators=(",", ":")), announced)
 
     def shown(self, game_id: str, record: Record, viewer: int | None, present: Set[int]) -> dict:
         """The view of ``record`` for ``viewer``, with each seat's presence now."""
