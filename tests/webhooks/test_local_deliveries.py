@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 import requests
@@ -32,51 +34,45 @@ def entry(url: str, number: int = 1) -> FeedEntry:
     return FeedEntry(f"wh_g_{number}_turn", "game", "g", "turn", "", json.dumps({"type": "turn", "n": number}), url)
 
 
-def test_a_match_on_the_embedded_store_calls_its_callback_signed(secret: str) -> None:
+@contextmanager
+def resigned_match(secret: str, name: str = "Ann", **fields) -> Iterator[tuple[Receiver, str]]:
+    """While inside: a classic match on the embedded store, ``name`` against a bot, with its
+    callback to a receiver and resigned by the person; the receiver and the game id."""
     receiver = Receiver(secret).start()
     app = build_app(REDIS_URL="memory://", WEBHOOK_SECRET=secret, WEBHOOK_ALLOWED_HOSTS=f"http://127.0.0.1:{receiver.port}",
                     WEBHOOK_ALLOW_PRIVATE="true")
     try:
         client = app.test_client()
         created = client.post("/v1/games", json={
-            "variant": "classic", "players": [{"name": "Ann"}, {"name": "Robo", "bot": True}],
-            "callback_url": receiver.url()})
+            "variant": "classic", "players": [{"name": name}, {"name": "Robo", "bot": True}],
+            "callback_url": receiver.url(), **fields})
         assert created.status_code == 201, created.get_json()
         game_id, token = created.get_json()["game"]["id"], created.get_json()["players"][0]["token"]
-        resigned = client.post(f"/v1/games/{game_id}/resign", headers={"Authorization": f"Bearer {token}"})
-        assert resigned.status_code == 200
+        assert client.post(f"/v1/games/{game_id}/resign", headers={"Authorization": f"Bearer {token}"}).status_code == 200
+        yield receiver, game_id
+    finally:
+        app.extensions["ginrummy.background"].stop()
+        receiver.close()
+
+
+def test_a_match_on_the_embedded_store_calls_its_callback_signed(secret: str) -> None:
+    with resigned_match(secret) as (receiver, game_id):
         # Sent side by side, they may arrive in either order (docs/api.md says so).
         received = receiver.wait_for(lambda got: {json.loads(r.body)["type"] for r in got} == {"turn", "match_over"})
         assert all(request.verified for request in received)
         assert {json.loads(request.body)["data"]["game_id"] for request in received} == {game_id}
         assert len({request.webhook_id for request in received}) == len(received)  # each once
-    finally:
-        app.extensions["ginrummy.background"].stop()
-        receiver.close()
 
 
 def test_text_beyond_ascii_reaches_the_callback_as_utf8_and_verified(secret: str) -> None:
     """A name and metadata beyond ASCII travel as UTF-8 (not as \\u escapes) and the signature,
     made over those bytes, verifies."""
-    receiver = Receiver(secret).start()
-    app = build_app(REDIS_URL="memory://", WEBHOOK_SECRET=secret, WEBHOOK_ALLOWED_HOSTS=f"http://127.0.0.1:{receiver.port}",
-                    WEBHOOK_ALLOW_PRIVATE="true")
-    try:
-        client = app.test_client()
-        created = client.post("/v1/games", json={
-            "variant": "classic", "players": [{"name": "Zoë"}, {"name": "Robo", "bot": True}],
-            "metadata": {"club": "Café Ünter"}, "callback_url": receiver.url()})
-        assert created.status_code == 201, created.get_json()
-        game_id, token = created.get_json()["game"]["id"], created.get_json()["players"][0]["token"]
-        assert client.post(f"/v1/games/{game_id}/resign", headers={"Authorization": f"Bearer {token}"}).status_code == 200
+    with resigned_match(secret, "Zoë", metadata={"club": "Café Ünter"}) as (receiver, _):
         received = receiver.wait_for(lambda got: any(json.loads(r.body)["type"] == "match_over" for r in got))
         over = next(r for r in received if json.loads(r.body)["type"] == "match_over")
         assert over.verified
         assert '"name":"Zoë"' in over.body and '"club":"Café Ünter"' in over.body
         assert json.loads(over.body)["data"]["players"][0]["name"] == "Zoë"
-    finally:
-        app.extensions["ginrummy.background"].stop()
-        receiver.close()
 
 
 def test_without_a_webhook_secret_nothing_is_called_and_the_start_says_so(secret: str, caplog) -> None:
